@@ -1,0 +1,266 @@
+"""What tiedgpt.py promises, one test per idea. Read the names top to bottom: they are the lesson."""
+import math
+
+import pytest
+import torch
+
+from tiedgpt import (HEADS, GPT, GPTConfig, predicted_initial_loss, refined_initial_loss,
+                     repeat_fraction, seed_initial_loss)
+
+N = 50257
+
+
+def tiny(head="tied", **kw):
+    kw = {**dict(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=97), **kw}
+    return GPT(GPTConfig(head=head, **kw))
+
+
+def batch(tokens, B, T, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ix = torch.randint(len(tokens) - T - 1, (B,), generator=g)
+    t = torch.as_tensor(tokens)
+    x = torch.stack([t[i:i + T] for i in ix])
+    y = torch.stack([t[i + 1:i + T + 1] for i in ix])
+    return x, y
+
+
+# --- tying --------------------------------------------------------------------------------------------
+
+def test_tied_head_shares_storage():
+    m = tiny("tied")
+    assert m.lm_head.weight is m.transformer.wte.weight
+    assert m.lm_head.weight.data_ptr() == m.transformer.wte.weight.data_ptr()
+
+
+def test_tied_gradient_sums_input_and_output_uses():
+    """One tensor, one .grad: it must equal the embedding-lookup gradient plus the output-head gradient,
+    which we compute separately on an untied twin with identical weights."""
+    torch.manual_seed(0)
+    tied = tiny("tied", zero_init_residual=False)
+    twin = tiny("untied", zero_init_residual=False)
+    sd = tied.state_dict()
+    twin.load_state_dict({**sd, "lm_head.weight": sd["transformer.wte.weight"].clone()})
+    x = torch.randint(0, 97, (4, 16))
+    y = torch.randint(0, 97, (4, 16))
+    tied(x, y)[1].backward()
+    twin(x, y)[1].backward()
+    both = twin.transformer.wte.weight.grad + twin.lm_head.weight.grad
+    assert twin.transformer.wte.weight.grad.abs().sum() > 0 and twin.lm_head.weight.grad.abs().sum() > 0
+    torch.testing.assert_close(tied.transformer.wte.weight.grad, both, rtol=1e-5, atol=1e-7)
+
+
+def test_untied_model_has_exactly_n_times_d_more_parameters():
+    cfg = dict(n_embd=64, vocab_size=500)
+    extra = tiny("untied", **cfg).get_num_params(False) - tiny("tied", **cfg).get_num_params(False)
+    assert extra == 500 * 64
+
+
+def test_non_embedding_count_leaves_out_the_tied_table():
+    m = tiny("tied")
+    assert m.get_num_params(True) == m.get_num_params(False) - 97 * 32
+
+
+# --- every head ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("head", HEADS)
+def test_every_head_returns_logits_of_the_right_shape(head):
+    m = tiny(head)
+    x = torch.randint(0, 97, (3, 16))
+    logits, loss = m(x, x)
+    assert logits.shape == (3, 16, 97) and loss.ndim == 0 and torch.isfinite(loss)
+    logits, loss = m(x)  # inference: last position only
+    assert logits.shape == (3, 1, 97) and loss is None
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_every_head_trains_a_step(head):
+    torch.manual_seed(0)
+    m = tiny(head)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    x = torch.randint(0, 97, (4, 16))
+    before = m(x, x)[1].item()
+    for _ in range(3):
+        opt.zero_grad()
+        m(x, x)[1].backward()
+        opt.step()
+    assert m(x, x)[1].item() < before
+
+
+@pytest.mark.parametrize("head", ["shuffle", "channel"])
+def test_shuffles_are_parameter_free_permutations(head):
+    m, ref = tiny(head), tiny("tied")
+    assert m.get_num_params(False) == ref.get_num_params(False)
+    d = 32
+    perm = m.head(torch.arange(d, dtype=torch.float32)).long()
+    assert sorted(perm.tolist()) == list(range(d)) and perm.tolist() != list(range(d))
+    h = torch.randn(5, d)
+    torch.testing.assert_close(m.head(h), h[:, perm])  # it acts on any vector as that permutation
+
+
+def test_half_swap_is_the_two_halves_exchanged():
+    h = torch.arange(6.0)
+    assert tiny("shuffle", n_embd=6, n_head=1, pos="none").head(h).tolist() == [3, 4, 5, 0, 1, 2]
+
+
+@pytest.mark.parametrize("head, spread", [("shuffle", "sqrt(2/d)"), ("channel", "sqrt(1/d)")])
+def test_shuffled_vector_is_nearly_orthogonal_to_itself(head, spread):
+    """cos(S(w), w) has mean ~0 and spread sqrt(2/d) for the half swap (each pair counted twice) and
+    sqrt(1/d) for the channel shuffle (long cycles): at d = 1024 it stays well under 0.2."""
+    d = 1024
+    m = tiny(head, n_embd=d, n_head=4)
+    w = torch.randn(500, d, generator=torch.Generator().manual_seed(0))
+    cos = torch.nn.functional.cosine_similarity(m.head(w), w, dim=-1)
+    assert cos.abs().max() < 0.2 and cos.mean().abs() < 0.01
+    assert cos.std().item() == pytest.approx(eval(spread, {"sqrt": math.sqrt, "d": d}), rel=0.15)
+
+
+def test_ortho_projection_is_orthogonal_at_init():
+    P = tiny("ortho", n_embd=64).head.proj.weight
+    torch.testing.assert_close(P @ P.T, torch.eye(64), atol=1e-5, rtol=0)
+
+
+def test_ortho_and_bert_heads_add_their_parameters():
+    base = tiny("tied", n_embd=64).get_num_params(False)
+    assert tiny("ortho", n_embd=64).get_num_params(False) - base == 64 * 64
+    assert tiny("bert", n_embd=64).get_num_params(False) - base == 64 * 64 + 64 + 2 * 64
+
+
+def test_logn_really_initialises_at_ln_n_over_d():
+    d, n = 512, N
+    m = GPT(GPTConfig(head="logn", n_layer=1, n_embd=d, vocab_size=n))
+    assert m.transformer.wte.weight.std().item() == pytest.approx(math.log(n) / d, rel=0.01)
+
+
+def test_emb_std_default_is_inverse_sqrt_d_and_can_be_overridden():
+    assert GPT(GPTConfig(n_layer=1, n_embd=256)).transformer.wte.weight.std().item() == pytest.approx(
+        1 / 16, rel=0.01)
+    assert GPT(GPTConfig(n_layer=1, n_embd=256, emb_std=0.02)).transformer.wte.weight.std().item() == \
+        pytest.approx(0.02, rel=0.01)
+
+
+def test_scale_head_turns_the_self_logit_into_ln_n():
+    m = GPT(GPTConfig(head="scale", n_layer=1, n_embd=256, vocab_size=N))
+    w = m.transformer.wte.weight[:50]
+    with torch.no_grad():
+        self_logits = m.logits(m.transformer.ln_f(w)).diagonal()  # logit of token i for input i
+    eps_shrink = 1 / math.sqrt(1 + 1e-5 * 256)  # LayerNorm's eps, see refined_initial_loss
+    assert self_logits.mean().item() == pytest.approx(math.log(N) * eps_shrink, rel=0.02)
+
+
+def test_reinitialising_after_tying_reinitialises_both():
+    m = tiny("tied")
+    torch.nn.init.zeros_(m.lm_head.weight)
+    assert m.transformer.wte.weight.abs().sum() == 0
+
+
+# --- bad configurations are refused ---------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(head="nope"), "choose one of: tied, untied"),
+    (dict(head="shuffle", n_embd=33, n_head=1, pos="none"), "even n_embd"),
+    (dict(head="channel", n_embd=30, n_head=2, pos="none", channel_groups=4), "divisible by channel_groups"),
+    (dict(n_embd=30, n_head=4), "divisible by n_head"),
+    (dict(emb_std=-1.0), "emb_std must be > 0"),
+])
+def test_impossible_configurations_are_refused_with_the_valid_choices(kw, words):
+    with pytest.raises(ValueError, match=words):
+        GPTConfig(**kw)
+
+
+# --- the premise: at init the network is a 2-gram model -------------------------------------------
+
+def test_fresh_model_is_a_two_gram_model():
+    """Zero-initialised residual branches + rotary positions: the logits at a position depend on the
+    current token alone, and equal the tied head applied to LayerNorm(w_i)."""
+    m = tiny("tied", n_layer=3)
+    x = torch.randint(0, 97, (2, 16))
+    logits, _ = m(x, x)
+    w = m.transformer.wte.weight
+    expected = torch.nn.functional.layer_norm(w[x], (32,), eps=m.config.norm_eps) @ w.T
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_learned_positions_break_the_two_gram_premise():
+    m = tiny("tied", pos="learned")
+    x = torch.full((1, 16), 5)  # the same token everywhere
+    logits, _ = m(x, x)
+    assert (logits[0, 0] - logits[0, 1]).abs().max() > 1e-3
+
+
+def test_seed_prediction_of_the_classic_example():
+    """sigma = 0.02, d = 768, n = 50257: log(e^{15.36} + n - 1) ~ 15.4 against ln n ~ 10.8."""
+    assert seed_initial_loss(N, 768, 0.02) == pytest.approx(15.37, abs=0.01)
+    assert math.log(N) == pytest.approx(10.82, abs=0.01)
+
+
+def test_refined_prediction_reduces_to_the_seed_when_logit_noise_and_repeats_vanish():
+    assert refined_initial_loss(N, 768, 0.02) > seed_initial_loss(N, 768, 0.02)  # the e^{d sigma^2/2}
+    assert refined_initial_loss(N, 768, 0.02, r=0.02) < refined_initial_loss(N, 768, 0.02)
+    tiny_sigma = 1e-4
+    assert refined_initial_loss(N, 768, tiny_sigma) == pytest.approx(seed_initial_loss(N, 768, tiny_sigma))
+
+
+def test_repeat_fraction_counts_targets_equal_to_their_input():
+    assert repeat_fraction([1, 1, 2, 3, 3, 3]) == pytest.approx(3 / 5)
+
+
+@pytest.mark.parametrize("d", [256, 512, 768])
+@pytest.mark.parametrize("sigma", ["inv_sqrt_d", 0.02])
+def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma):
+    """The tied model's first loss on real text, within 2% of log(e^{d s} + (n-1) e^{d s^2/2}) - r d s."""
+    sigma = d ** -0.5 if sigma == "inv_sqrt_d" else sigma
+    torch.manual_seed(d)
+    m = GPT(GPTConfig(head="tied", n_layer=1, n_embd=d, emb_std=sigma, block_size=128))
+    x, y = batch(corpus_tokens, 16, 128, seed=d)
+    r = (x == y).float().mean().item()
+    with torch.no_grad():
+        loss = m(x, y)[1].item()
+    predicted = predicted_initial_loss(m.config, r)
+    assert loss == pytest.approx(predicted, rel=0.02), (loss, predicted)
+    # and it is the seed's story: far above ln n whenever d sigma >> ln n
+    if d * sigma > 2 * math.log(N):
+        assert loss > math.log(N) + 4
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_initial_loss_of_every_head_matches_its_own_prediction(corpus_tokens, head):
+    d = 256
+    torch.manual_seed(1)
+    m = GPT(GPTConfig(head=head, n_layer=1, n_embd=d, block_size=128))
+    x, y = batch(corpus_tokens, 16, 128, seed=1)
+    r = (x == y).float().mean().item()
+    with torch.no_grad():
+        loss = m(x, y)[1].item()
+    assert loss == pytest.approx(predicted_initial_loss(m.config, r), rel=0.02)
+    if head != "tied":  # every fix starts within ln 2 + a little of the uniform ln n
+        assert loss < math.log(2 * N) + 0.2
+
+
+# --- it learns and it samples ---------------------------------------------------------------------
+
+def test_tiny_model_overfits_one_batch():
+    torch.manual_seed(0)
+    m = tiny("tied", n_layer=2, n_embd=64, vocab_size=97)
+    x = torch.randint(0, 97, (4, 16))
+    y = torch.randint(0, 97, (4, 16))
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+    for _ in range(300):
+        opt.zero_grad()
+        loss = m(x, y)[1]
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.1
+
+
+def test_generate_returns_tokens_in_range():
+    torch.manual_seed(0)
+    m = tiny("ortho")
+    out = m.generate(torch.zeros(2, 3, dtype=torch.long), max_new_tokens=20, temperature=0.8, top_k=5)
+    assert out.shape == (2, 23)
+    assert out.min() >= 0 and out.max() < 97
+    assert (out[:, :3] == 0).all()  # the prompt is kept
+
+
+def test_sequence_longer_than_block_size_is_refused():
+    with pytest.raises(ValueError, match="exceeds block_size"):
+        tiny()(torch.zeros(1, 17, dtype=torch.long))

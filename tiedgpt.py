@@ -1,0 +1,445 @@
+"""
+tiedgpt: a small GPT whose output head is chosen by one flag, built to study *tied embeddings*.
+
+Tying means the input embedding E (n x d) is also the output projection: logits = h . E^T.
+The whole project is about one consequence of that at initialisation:
+
+    With every residual branch starting at zero, a fresh GPT is a 2-gram model. Token i enters as its
+    embedding w_i, flows untouched to the final norm, which turns it into h = w_i / sigma, and the tied
+    head scores every token k by h . w_k = w_i . w_k / sigma. The self-score is |w_i|^2 / sigma ~ d*sigma,
+    the others are ~0, so the first loss is ~ log(e^{d sigma} + n - 1) ~ d*sigma, far above the uniform
+    ln(n) whenever d*sigma >> ln(n).
+
+The heads (GPTConfig.head) are the fixes we compare; each one's docstring derives its first loss and
+`predicted_initial_loss` turns those derivations into numbers that tests/ check against the real model.
+
+Layout follows nanoGPT's model.py: config dataclass, attention, MLP, block, GPT, then the theory.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HEADS = ("tied", "untied", "logn", "ortho", "bert", "shuffle", "channel", "scale")
+POSITIONS = ("rope", "none", "learned")
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 50257  # n: GPT-2's BPE. Not padded to 50304: every extra row would be an extra logit
+    block_size: int = 256  # longest context the model sees
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 256  # d
+    dropout: float = 0.0
+    bias: bool = False  # biases in Linear layers and norms (GPT-2 had them; they are not needed here)
+    head: str = "tied"  # output head, one of HEADS (see GPT.__init__ and the Head classes)
+    # sigma, the std of the token embedding at init. None means d**-0.5, so every |w_i| ~ 1: the
+    # "unit-norm" init of the original Transformer's embeddings. It puts d*sigma = sqrt(d) well above
+    # ln(n) ~ 10.8 for every width we can afford on a CPU (d=256 gives 16), which is the regime the
+    # derivation is about. GPT-2 used 0.02 (d*sigma = 15.4 at d=768, but only 5.1 at d=256): pass
+    # emb_std=0.02 to study it. PyTorch's nn.Embedding default would be 1.0 (d*sigma = d).
+    emb_std: float = None
+    # Residual branches start at zero (their output projections are zero-initialised), so at step 0
+    # each block is the identity and the network *is* the 2-gram model of the derivation.
+    # False gives nanoGPT's GPT-2 init (N(0, 0.02/sqrt(2 L)) output projections).
+    zero_init_residual: bool = True
+    # How positions enter. 'rope' rotates queries and keys inside attention and adds nothing to the
+    # residual stream, so w_i reaches the final norm untouched. 'learned' is GPT-2's additive table
+    # (it breaks the 2-gram premise a little); 'none' relies on the causal mask alone.
+    pos: str = "rope"
+    channel_groups: int = 4  # groups for the 'channel' (ShuffleNet) head
+    norm_eps: float = 1e-5  # LayerNorm epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
+
+    def __post_init__(self):
+        """Refuse configurations that can't work, with one line that says why and lists the choices."""
+        if self.head not in HEADS:
+            raise ValueError(f"unknown head {self.head!r}; choose one of: {', '.join(HEADS)}")
+        if self.pos not in POSITIONS:
+            raise ValueError(f"unknown pos {self.pos!r}; choose one of: {', '.join(POSITIONS)}")
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        d = self.n_embd
+        if d % self.n_head:
+            raise ValueError(f"n_embd={d} must be divisible by n_head={self.n_head}")
+        if self.pos == "rope" and (d // self.n_head) % 2:
+            raise ValueError(f"rope needs an even head size, got n_embd/n_head = {d // self.n_head}")
+        if self.head == "shuffle" and d % 2:
+            raise ValueError(f"head 'shuffle' swaps two halves and needs an even n_embd, got {d}; "
+                             f"valid heads: {', '.join(HEADS)}")
+        if self.head == "channel" and (self.channel_groups < 2 or d % self.channel_groups):
+            raise ValueError(f"head 'channel' needs n_embd={d} divisible by channel_groups="
+                             f"{self.channel_groups} (>= 2); valid heads: {', '.join(HEADS)}")
+        if self.emb_std is not None and not self.emb_std > 0:
+            raise ValueError(f"emb_std must be > 0 (or None for d**-0.5), got {self.emb_std}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def sigma(self):
+        """The embedding std the model is initialised with, after the head's own rule (logn)."""
+        if self.head == "logn":
+            return math.log(self.vocab_size) / self.n_embd  # d * sigma = ln n: self-logit equals ln n
+        return self.emb_std if self.emb_std is not None else self.n_embd ** -0.5
+
+
+# ----------------------------------------------------------------------------------------------------
+# The transformer body (nanoGPT's, with rotary positions and zero-initialised residual branches)
+
+def rope_tables(head_size, block_size, base=10000.0):
+    """cos/sin tables for rotary embeddings: pair (x_2j, x_2j+1) at position t turns by t * base^(-2j/hs)."""
+    inv_freq = base ** (-torch.arange(0, head_size, 2, dtype=torch.float32) / head_size)
+    angles = torch.outer(torch.arange(block_size, dtype=torch.float32), inv_freq)  # (T, hs/2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x, cos, sin):
+    """Rotate each (even, odd) pair of x (B, nh, T, hs) by its angle. A rotation keeps |x|, and q.k then
+    depends on positions only through their difference."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return out.flatten(-2)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj.RESIDUAL_OUT = True  # marks the branch's last layer for the init in GPT._init_weights
+        self.n_head, self.dropout, self.rope = config.n_head, config.dropout, config.pos == "rope"
+        if self.rope:
+            cos, sin = rope_tables(config.n_embd // config.n_head, config.block_size)
+            self.register_buffer("rope_cos", cos, persistent=False)
+            self.register_buffer("rope_sin", sin, persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        if self.rope:
+            cos, sin = self.rope_cos[:T].to(q.dtype), self.rope_sin[:T].to(q.dtype)
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        # flash attention where the backend has it; is_causal masks the future
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
+                                           is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return F.dropout(self.c_proj(y), self.dropout, self.training)
+
+
+class MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj.RESIDUAL_OUT = True
+        self.dropout = config.dropout
+
+    def forward(self, x):
+        return F.dropout(self.c_proj(F.gelu(self.c_fc(x))), self.dropout, self.training)
+
+
+class Block(nn.Module):
+    """Pre-norm block: x + attn(ln(x)), then x + mlp(ln(x)). With c_proj = 0 both branches add 0."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Output heads. Each one maps the final-norm output h (.., d) to h' (.., d); logits are then h' . E^T
+# (or h' . W^T for 'untied'). Every docstring derives the first loss; `predicted_initial_loss` encodes it.
+# Notation: a = the self-logit h'.w_i (input token i scoring itself), v = variance of the other logits.
+
+class Identity(nn.Module):
+    """tied / untied / logn / scale: logits come straight from h.
+
+    tied:   h = w_i / sigma, so a = |w_i|^2 / sigma ~ d sigma and v = |h|^2 sigma^2 = d sigma^2.
+    logn:   the same with sigma = ln(n)/d, so a = ln n: the self-logit weighs e^{ln n} = n, as much as all
+            the others together, and the first loss is ~ ln(2n) instead of ~ d sigma.
+    untied: h . u_k with every u_k independent of h: all n logits ~ N(0, d sigma^2), no outlier, so the
+            loss is ~ log(n E[e^z]) = ln n + d sigma^2 / 2.
+    """
+
+    def forward(self, h):
+        return h
+
+
+class OrthoProjection(nn.Module):
+    """ortho: h' = h P with P a trainable d x d matrix, orthogonal at init.
+
+    P keeps lengths (|hP| = |h|) but turns w_i to a direction almost orthogonal to w_i itself:
+    cos(w, wP) = w^T P w / |w|^2 has mean tr(P)/d and spread ~ d^-1/2 (Johnson-Lindenstrauss: a random
+    rotation of a d-vector is nearly orthogonal to it). So the self-logit joins the crowd,
+    a ~ N(0, d sigma^2) like every other logit, and the loss is ~ ln n + d sigma^2 / 2.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.proj = nn.Linear(config.n_embd, config.n_embd, bias=False)
+
+    def reset_parameters(self):
+        nn.init.orthogonal_(self.proj.weight)
+
+    def forward(self, h):
+        return self.proj(h)
+
+
+class BertTransform(nn.Module):
+    """bert: h' = LayerNorm(GELU(h D + b)), BERT's masked-LM head transform, then the tied projection.
+
+    It generalises `ortho` (dense + bias + activation + norm). D starts orthogonal, b at 0, so h D is a
+    random rotation of h (coordinates ~ N(0, 1)); GELU and the norm keep |h'|^2 ~ d while leaving h'
+    as unrelated to w_i as in `ortho`. All logits ~ N(0, d sigma^2): loss ~ ln n + d sigma^2 / 2.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.n_embd, config.n_embd, bias=True)
+        self.norm = nn.LayerNorm(config.n_embd, eps=config.norm_eps)
+
+    def reset_parameters(self):
+        nn.init.orthogonal_(self.dense.weight)
+        nn.init.zeros_(self.dense.bias)
+        self.norm.reset_parameters()
+
+    def forward(self, h):
+        return self.norm(F.gelu(self.dense(h)))
+
+
+class HalfSwap(nn.Module):
+    """shuffle: h' = S(h) = h[d/2:] ++ h[:d/2], no parameters.
+
+    S(w) . w = 2 w[:d/2] . w[d/2:], twice a dot product of two independent halves: mean 0, variance
+    4 (d/2) sigma^4 = 2 d sigma^4 (each pair w_j w_{j+d/2} is counted twice, since the swap is its own
+    inverse). Divided by sigma (the norm): a ~ N(0, 2 d sigma^2), no outlier: one logit among n with
+    twice the others' variance changes the sum by ~ e^{d sigma^2}/n, nothing. Loss ~ ln n + d sigma^2/2.
+    (cos(S(w), w) therefore has spread sqrt(2/d), not the sqrt(1/d) of a random rotation.)
+    """
+
+    def forward(self, h):
+        d = h.size(-1)
+        return torch.cat((h[..., d // 2:], h[..., : d // 2]), dim=-1)
+
+
+class ChannelShuffle(nn.Module):
+    """channel: ShuffleNet's channel shuffle: view h as (g, d/g), transpose to (d/g, g), flatten.
+
+    A fixed permutation with no parameters. Unlike the half swap it keeps a few coordinates in place
+    (index a*(d/g)+b stays where a*(d/g-1) = b*(g-1): 0, d-1, and gcd(g-1, d/g-1)-1 more), and each
+    fixed coordinate adds w_j^2/sigma ~ sigma to the self-logit: negligible. Its other cycles are long,
+    so each product w_j w_k appears once: a ~ N(0, d sigma^2), loss ~ ln n + d sigma^2 / 2.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.groups = config.channel_groups
+
+    def forward(self, h):
+        g, d = self.groups, h.size(-1)
+        return h.unflatten(-1, (g, d // g)).transpose(-1, -2).flatten(-2)
+
+
+class LogitScale(nn.Module):
+    """scale: tied, sigma unchanged, logits multiplied by the fixed c = ln(n) / (d sigma).
+
+    The self-logit d sigma becomes exactly ln n (as in `logn`) and the others shrink to
+    N(0, c^2 d sigma^2) = N(0, (ln n)^2 / d): the same first loss as `logn`, ~ ln(2n), but the
+    embedding keeps its size. A buffer, not a parameter: nothing learns it.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        c = math.log(config.vocab_size) / (config.n_embd * config.sigma)
+        self.register_buffer("c", torch.tensor(c), persistent=False)
+
+    def forward(self, h):
+        return h * self.c  # scaling h scales every logit h . w_k by c
+
+
+def make_head(config):
+    if config.head == "ortho":
+        return OrthoProjection(config)
+    if config.head == "bert":
+        return BertTransform(config)
+    if config.head == "shuffle":
+        return HalfSwap()
+    if config.head == "channel":
+        return ChannelShuffle(config)
+    if config.head == "scale":
+        return LogitScale(config)
+    return Identity()
+
+
+# ----------------------------------------------------------------------------------------------------
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(config.vocab_size, config.n_embd),  # E: row i is w_i
+            drop=nn.Dropout(config.dropout),
+            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+            ln_f=nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias),
+        ))
+        if config.pos == "learned":
+            self.transformer.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.head = make_head(config)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        if config.head != "untied":
+            # The tie: one Parameter object serves as both tables. nn.Embedding looks rows up in it,
+            # nn.Linear multiplies by its transpose, and backward adds both uses' gradients into one .grad.
+            self.transformer.wte.weight = self.lm_head.weight
+        self.apply(self._init_weights)
+        if hasattr(self.head, "reset_parameters"):
+            self.head.reset_parameters()
+        # The embedding is initialised last, so nothing above (lm_head is tied to it) overwrites it.
+        # Re-initialising *either* name after tying re-initialises both: they are one tensor.
+        nn.init.normal_(self.transformer.wte.weight, mean=0.0, std=config.sigma)
+        if config.head == "untied":  # "initialised like E": same law, independent draw
+            nn.init.normal_(self.lm_head.weight, mean=0.0, std=config.sigma)
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            if getattr(module, "RESIDUAL_OUT", False):
+                if self.config.zero_init_residual:
+                    nn.init.zeros_(module.weight)  # the branch adds exactly 0 at step 0
+                else:  # GPT-2: shrink the branch by sqrt of the number of residual additions
+                    nn.init.normal_(module.weight, 0.0, 0.02 / math.sqrt(2 * self.config.n_layer))
+            else:
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)  # wpe; wte is set in __init__
+
+    @property
+    def tied(self):
+        return self.lm_head.weight is self.transformer.wte.weight
+
+    def get_num_params(self, non_embedding=True):
+        """Parameters, counting a tied tensor once (model.parameters() already dedups it).
+        non_embedding=True leaves out the token embedding (and a learned position table), as nanoGPT
+        does; an untied output matrix is a real extra weight and stays counted."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.transformer.wte.weight.numel()
+            if "wpe" in self.transformer:
+                n -= self.transformer.wpe.weight.numel()
+        return n
+
+    def hidden(self, idx):
+        """Token ids (B, T) -> final-norm output h (B, T, d), before the head."""
+        T = idx.size(1)
+        if T > self.config.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
+        x = self.transformer.wte(idx)  # w_i
+        if "wpe" in self.transformer:
+            x = x + self.transformer.wpe(torch.arange(T, device=idx.device))
+        x = self.transformer.drop(x)
+        for block in self.transformer.h:
+            x = block(x)  # at init each block returns x unchanged (zero-initialised residual branches)
+        return self.transformer.ln_f(x)  # h = (w_i - mean) / std ~ w_i / sigma
+
+    def logits(self, h):
+        """h (.., d) -> logits (.., n): the head's transform, then h' . E^T (or h' . W^T)."""
+        return self.lm_head(self.head(h))
+
+    def forward(self, idx, targets=None):
+        """As nanoGPT: with targets, logits for every position and the mean cross-entropy;
+        without, logits for the last position only (all that generation needs)."""
+        h = self.hidden(idx)
+        if targets is None:
+            return self.logits(h[:, [-1], :]), None
+        logits = self.logits(h)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1),
+                               ignore_index=-1)
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+        """Sample max_new_tokens continuations of idx (B, T), feeding each prediction back in."""
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        for _ in range(max_new_tokens):
+            idx_cond = idx[:, -self.config.block_size:]
+            logits, _ = self(idx_cond)
+            logits = logits[:, -1, :] / temperature
+            if top_k is not None:
+                v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                logits[logits < v[:, [-1]]] = -float("inf")
+            idx_next = torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)
+            idx = torch.cat((idx, idx_next), dim=1)
+        return idx
+
+
+# ----------------------------------------------------------------------------------------------------
+# The theory, as numbers
+
+def seed_initial_loss(n, d, sigma):
+    """The seed's prediction: self-logit d sigma, every other logit exactly 0,
+    loss = log(e^{d sigma} + (n - 1) e^0)."""
+    return math.log(math.exp(d * sigma) + n - 1)
+
+
+def refined_initial_loss(n, d, sigma, r=0.0, eps=0.0):
+    """The tied model's first loss, one step past the seed.
+
+    1. The other logits are not 0: h . w_k = w_i . w_k / sigma with E[w_i . w_k] = 0 and
+       E[(w_i . w_k)^2] = d sigma^4, so they are ~ N(0, d sigma^2), and E[e^z] = e^{d sigma^2 / 2}.
+       Summing n - 1 of them: log(e^{d sigma} + (n - 1) e^{d sigma^2 / 2}).
+    2. A fraction r of targets repeat the input token (j = i); their loss is lower by the self-logit:
+       loss = log(...) - r d sigma.
+    3. (eps > 0) LayerNorm divides by sqrt(sigma^2 + eps), not sigma: with rho = sigma/sqrt(sigma^2+eps)
+       the self-logit is d sigma rho and the variance d sigma^2 rho^2. With eps = 1e-5 that is -1.2% at
+       sigma = 0.02; eps = 0 gives the formula in the docs.
+    """
+    rho = sigma / math.sqrt(sigma * sigma + eps)
+    a, v = d * sigma * rho, d * sigma * sigma * rho * rho
+    return _log_sum(a, n - 1, v) - r * a
+
+
+def _log_sum(a, m, v):
+    """log(e^a + m e^{v/2}), computed without overflow."""
+    b = math.log(m) + v / 2
+    hi = max(a, b)
+    return hi + math.log(math.exp(a - hi) + math.exp(b - hi))
+
+
+def predicted_initial_loss(config, r=0.0):
+    """Expected first-step loss of GPT(config) on text where a fraction r of targets repeat their input,
+    per the derivation in each head's docstring. Valid in the 2-gram configuration
+    (zero_init_residual=True, pos != 'learned'), where h = LayerNorm(w_i) exactly."""
+    n, d, sigma = config.vocab_size, config.n_embd, config.sigma
+    rho = sigma / math.sqrt(sigma * sigma + config.norm_eps)  # |h|^2 = d rho^2, see refined_initial_loss
+    if config.head in ("tied", "logn"):  # logn: same formula, its own sigma = ln(n)/d
+        return refined_initial_loss(n, d, sigma, r, config.norm_eps)
+    if config.head == "scale":  # tied logits times c: a = c d sigma rho, v = c^2 d sigma^2 rho^2
+        c = math.log(n) / (d * sigma)
+        a, v = c * d * sigma * rho, (c * rho) ** 2 * d * sigma * sigma
+        return _log_sum(a, n - 1, v) - r * a
+    # untied, ortho, shuffle, channel: |h'| = |h| and h' is unrelated to w_i, so all n logits are
+    # ~ N(0, d sigma^2 rho^2): loss = log(n e^{v/2}) = ln n + v/2. bert's final LayerNorm makes
+    # |h'|^2 = d (its input has variance ~ 1 >> eps), so rho = 1 there.
+    v = d * sigma * sigma * (1.0 if config.head == "bert" else rho * rho)
+    return math.log(n) + v / 2
+
+
+def repeat_fraction(tokens):
+    """r: the fraction of next-token targets equal to their input token (x_{t+1} == x_t)."""
+    t = np.asarray(tokens, dtype=np.int64)
+    return float((t[1:] == t[:-1]).mean())
