@@ -18,8 +18,10 @@ import urllib.request
 
 import numpy as np
 
-DATA_DIR = os.path.dirname(os.path.abspath(__file__))
-BPE_FILE = os.path.join(DATA_DIR, "r50k_base.tiktoken")
+HERE = os.path.dirname(os.path.abspath(__file__))
+BPE_FILE = os.path.join(HERE, "r50k_base.tiktoken")
+# Prepared datasets live beside this file unless TIEDGPT_DATA_DIR points elsewhere (tests use a temp dir).
+DATA_DIR = os.environ.get("TIEDGPT_DATA_DIR", HERE)
 BPE_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"

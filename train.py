@@ -1,0 +1,461 @@
+"""
+Train a tiedgpt model. One process on a CPU or GPU:
+
+    python train.py --head=ortho
+    python train.py --head=tied --n_embd=512 --max_iters=2000 --device=cuda
+
+or several GPUs (or CPU processes) with DistributedDataParallel:
+
+    torchrun --standalone --nproc_per_node=4 train.py --head=ortho
+
+Every field of Config is a --key=value flag (python train.py --help lists them). Output goes to out_dir:
+config.json (the resolved config and the environment), metrics.jsonl (one row per logged step) and
+ckpt.pt (model + optimizer + RNG states + step, written atomically). --resume=True continues from
+ckpt.pt; a SIGKILL loses only the steps since the last checkpoint, and Ctrl-C saves one before exiting.
+
+From Python (notebooks): `from train import Config, train; history = train(Config(head="logn"))`.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+
+from data.prepare import ensure_prepared, get_encoding, load_split
+from tiedgpt import GPT, GPTConfig
+
+MODEL_FIELDS = [f.name for f in fields(GPTConfig)]
+PEAK_TFLOPS = 790.0  # measured bf16 dense matmul peak of an H100/H200; MFU on a GPU is reported against it
+
+
+@dataclass
+class Config(GPTConfig):
+    """Model fields come from GPTConfig (head, n_layer, n_embd, emb_std, ...); training fields follow.
+    The defaults train a 4x256 model on Tiny Shakespeare that shows the tied-head story on a 2-core CPU
+    in a few minutes: the first loss of `tied` is ~16 (d sigma = sqrt(256)), the fixes start near ln n."""
+    block_size: int = 128
+    # data
+    dataset: str = "shakespeare"  # 'shakespeare' (downloaded once), 'pydoc_topics', or see --input
+    input: str = None  # any UTF-8 text file; prepared into data/<file stem>/ on first use
+    batch_size: int = 16  # sequences per step, summed over all DDP processes
+    # optimisation: AdamW, linear warmup then cosine decay to min_lr
+    max_iters: int = 300
+    lr: float = 1e-3
+    min_lr: float = None  # None: lr / 10
+    warmup_iters: int = 20
+    lr_decay_iters: int = None  # None: max_iters
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0  # 0 disables clipping
+    # evaluation and logging
+    eval_interval: int = 50  # also the checkpoint interval
+    eval_iters: int = 10  # batches per loss estimate; the same batches at every evaluation
+    log_interval: int = 10
+    seed: int = 1337  # model init (and dropout)
+    data_seed: int = None  # training batches; None: same as seed. Fix it to give every run the same data
+    # system
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: str = "auto"  # auto (bfloat16 on GPUs that support it, else float32) | float32 | bfloat16
+    compile: bool = False  # torch.compile the model
+    out_dir: str = "out"  # '' writes nothing (handy in notebooks)
+    resume: bool = False  # continue from out_dir/ckpt.pt
+    sample_tokens: int = 100  # printed at the end; 0 to skip
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("batch_size", "eval_iters", "log_interval", "eval_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_iters < 0 or self.warmup_iters < 0 or self.sample_tokens < 0:
+            raise ValueError("max_iters, warmup_iters and sample_tokens must be >= 0")
+        if not self.lr > 0 or (self.min_lr is not None and self.min_lr < 0):
+            raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
+        if self.weight_decay < 0 or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
+        if self.dtype not in ("auto", "float32", "bfloat16"):
+            raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
+        if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+
+    def model_config(self):
+        return GPTConfig(**{k: getattr(self, k) for k in MODEL_FIELDS})
+
+
+class TrainingError(RuntimeError):
+    """A problem the user can act on (diverged, bad checkpoint): the CLI prints it as one line."""
+
+
+# ----------------------------------------------------------------------------------------------------
+# Data: random windows of the token memmap. A torch.Generator picks them, so its state is part of a
+# checkpoint and a resumed run sees exactly the batches the uninterrupted run would have seen.
+
+def get_batch(data, batch_size, block_size, gen, rows=slice(None)):
+    """The global batch is drawn whole (same on every process); `rows` keeps this process's share."""
+    ix = torch.randint(len(data) - block_size - 1, (batch_size,), generator=gen)[rows]
+    x = torch.from_numpy(np.stack([data[i:i + block_size] for i in ix.tolist()]).astype(np.int64))
+    y = torch.from_numpy(np.stack([data[i + 1:i + 1 + block_size] for i in ix.tolist()]).astype(np.int64))
+    return x, y
+
+
+def lr_at(it, c):
+    """Linear warmup to lr over warmup_iters, then cosine from lr down to min_lr at lr_decay_iters."""
+    min_lr = c.lr / 10 if c.min_lr is None else c.min_lr
+    decay_iters = c.max_iters if c.lr_decay_iters is None else c.lr_decay_iters
+    if it < c.warmup_iters:
+        return c.lr * (it + 1) / (c.warmup_iters + 1)
+    if it >= decay_iters:
+        return min_lr
+    progress = (it - c.warmup_iters) / max(1, decay_iters - c.warmup_iters)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (c.lr - min_lr)
+
+
+def make_optimizer(model, c, device_type):
+    """AdamW; matrices (including the embedding) decay, vectors (norms, biases) don't (nanoGPT's rule)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [dict(params=[p for p in params if p.dim() >= 2], weight_decay=c.weight_decay),
+              dict(params=[p for p in params if p.dim() < 2], weight_decay=0.0)]
+    extra = dict(fused=True) if device_type == "cuda" else dict(foreach=True)
+    return torch.optim.AdamW(groups, lr=c.lr, betas=(c.beta1, c.beta2), **extra)
+
+
+def flops_per_token(model):
+    """Training FLOPs per token, PaLM-style: 6 per weight that multiplies (the head counts even when tied;
+    the lookup does not) plus attention's 12 L T d."""
+    c = model.config
+    head = c.vocab_size * c.n_embd if model.tied else 0  # untied: lm_head is in the non-embedding count
+    return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd
+
+
+# ----------------------------------------------------------------------------------------------------
+# Checkpoints
+
+def save_checkpoint(path, model, optimizer, step, config, gen):
+    state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=step,
+                 config=dataclasses.asdict(config), data_rng=gen.get_state(),
+                 torch_rng=torch.get_rng_state(),
+                 cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+    tmp = path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+
+
+def load_checkpoint(path, config):
+    """Load ckpt.pt, refusing one that is corrupt or was made for another model."""
+    if not os.path.exists(path):
+        raise TrainingError(f"--resume: no checkpoint at {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        saved = state["config"]
+    except Exception as e:
+        raise TrainingError(f"--resume: {path} is not a readable checkpoint ({type(e).__name__}: {e})")
+    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
+            if saved.get(k) != getattr(config, k)]
+    if diff:
+        raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
+    return state
+
+
+# ----------------------------------------------------------------------------------------------------
+
+def environment(device, world_size):
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return dict(torch=torch.__version__, device=str(device), world_size=world_size, git_commit=commit,
+                cuda_device=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+                threads=torch.get_num_threads(), python=sys.version.split()[0])
+
+
+def train(c, progress=True, log=print):
+    """Train per Config c and return the history: a list of dicts, one per logged step, with step,
+    tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, time, and at
+    evaluations val_loss and eval_train_loss (means over fixed batches). Raises TrainingError on
+    divergence or a bad checkpoint, ValueError on impossible settings."""
+    # -- processes and devices
+    ddp = int(os.environ.get("RANK", -1)) != -1
+    if ddp:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local_rank = int(os.environ["LOCAL_RANK"])
+    else:
+        rank, world, local_rank = 0, 1, 0
+    master = rank == 0
+    log = log if master else (lambda *a, **k: None)
+    if c.device == "auto":
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    elif c.device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
+        device = f"cuda:{local_rank}" if ddp else c.device
+    else:
+        device = "cpu"
+    device = torch.device(device)
+    if ddp and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    dtype = c.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext())
+    if c.batch_size % world:
+        raise ValueError(f"batch_size={c.batch_size} must be divisible by the {world} processes")
+    rows = slice(rank * (c.batch_size // world), (rank + 1) * (c.batch_size // world))
+
+    # -- data
+    meta = ensure_prepared(c.dataset, c.input, log=log)
+    dataset = meta["dataset"]
+    train_data, val_data = load_split(dataset, "train"), load_split(dataset, "val")
+    if c.block_size + 1 >= min(len(train_data), len(val_data)):
+        raise ValueError(f"block_size={c.block_size} is beyond the data: {dataset} has "
+                         f"{len(train_data)} train and {len(val_data)} val tokens")
+    if meta["vocab_size"] > c.vocab_size:
+        raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
+
+    # -- model, optimizer, and (on --resume) their saved state
+    torch.manual_seed(c.seed)
+    model = GPT(c.model_config()).to(device)
+    optimizer = make_optimizer(model, c, device.type)
+    gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
+    step, history = 0, []
+    ckpt_path = os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None
+    metrics_path = os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None
+    if c.resume:
+        if not c.out_dir:
+            raise ValueError("--resume needs an out_dir")
+        state = load_checkpoint(ckpt_path, c)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        gen.set_state(state["data_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        step = state["step"]
+        if os.path.exists(metrics_path):  # keep the rows up to the checkpoint; later ones will be redone
+            with open(metrics_path) as f:
+                history = [r for r in map(json.loads, f) if r["step"] < step]
+        log(f"resumed from {ckpt_path} at step {step}")
+    if master and c.out_dir:
+        os.makedirs(c.out_dir, exist_ok=True)
+        with open(os.path.join(c.out_dir, "config.json"), "w") as f:
+            json.dump(dict(config=dataclasses.asdict(c), dataset=meta,
+                           environment=environment(device, world)), f, indent=2)
+        with open(metrics_path, "w") as f:  # rewritten whole: a resumed run drops rows past its checkpoint
+            f.writelines(json.dumps(r) + "\n" for r in history)
+    raw_model = model
+    if c.compile:
+        model = torch.compile(model)
+    if ddp:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[local_rank] if device.type == "cuda" else None)
+
+    @torch.no_grad()
+    def evaluate():
+        """Mean loss over eval_iters fixed batches of each split (the same batches every time)."""
+        raw_model.eval()
+        out = {}
+        for split, data in (("train", train_data), ("val", val_data)):
+            g = torch.Generator().manual_seed(12345)
+            losses = []
+            for _ in range(c.eval_iters):
+                x, y = get_batch(data, c.batch_size, c.block_size, g)
+                with autocast:
+                    losses.append(raw_model(x.to(device), y.to(device))[1])
+            out[split] = torch.stack(losses).mean().item()
+        raw_model.train()
+        return out
+
+    def checkpoint(at):
+        if master and ckpt_path:
+            save_checkpoint(ckpt_path, raw_model, optimizer, at, c, gen)
+
+    # Ctrl-C (SIGINT) and SIGTERM only raise a flag; the loop saves a checkpoint between two steps and stops
+    stop = []
+    handlers = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            handlers[sig] = signal.signal(sig, lambda *_: stop.append(True))
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+
+    log(f"{raw_model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
+        f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
+        f"| {dataset} ({meta['corpus']}) on {device}, {dtype}, {world} process(es)")
+    wte = raw_model.transformer.wte.weight
+    tokens_per_step = c.batch_size * c.block_size
+    fpt = flops_per_token(raw_model)
+    start_step = step
+    # Losses stay on the device between log steps: no host sync per step.
+    loss_sum, n_summed = torch.zeros((), device=device), 0
+    first_bad = torch.full((), -1, device=device, dtype=torch.long)
+    t0 = t_last = time.time()
+    step_last = step
+    bar = tqdm(total=c.max_iters, initial=step, disable=not (progress and master), dynamic_ncols=True)
+    say = bar.write if not bar.disable else log
+    try:
+        while True:
+            # Row `step` describes the weights after `step` updates: their eval losses, and the training
+            # loss and gradient computed with them in iteration `step`.
+            row = {}
+            if step % c.eval_interval == 0 or step == c.max_iters:
+                if master:
+                    losses = evaluate()
+                    if not all(map(math.isfinite, losses.values())):
+                        raise TrainingError(f"non-finite loss at evaluation of step {step}; stopping "
+                                            f"(last good checkpoint kept: {ckpt_path})")
+                    row.update(step=step, val_loss=losses["val"], eval_train_loss=losses["train"])
+                    say(f"step {step}: train {losses['train']:.4f}, val {losses['val']:.4f}")
+                if step > start_step:
+                    checkpoint(step)
+            if step >= c.max_iters:
+                if row:
+                    _append(history, row, metrics_path)
+                break
+            if stop:
+                checkpoint(step)
+                say(f"interrupted at step {step}" + (f"; checkpoint saved to {ckpt_path}" if ckpt_path else ""))
+                raise KeyboardInterrupt
+
+            x, y = get_batch(train_data, c.batch_size, c.block_size, gen, rows)
+            lr = lr_at(step, c)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            with autocast:
+                _, loss = model(x.to(device, non_blocking=True), y.to(device, non_blocking=True))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            logging_now = bool(row) or step % c.log_interval == 0
+            if logging_now:  # before clipping: the raw size of the embedding's (summed, if tied) gradient
+                emb_grad_norm = wte.grad.norm()
+            grad_norm = (torch.nn.utils.clip_grad_norm_(raw_model.parameters(), c.grad_clip)
+                         if c.grad_clip > 0 else None)
+            optimizer.step()
+            loss = loss.detach()
+            first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss), step, first_bad)
+            loss_sum += loss
+            n_summed += 1
+            if logging_now:
+                if (bad := first_bad.item()) >= 0:
+                    raise TrainingError(f"non-finite loss at step {bad}; stopping"
+                                        + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
+                if ddp:  # the logged loss is the global batch's, as in a 1-process run
+                    dist.all_reduce(loss_sum)
+                    loss_sum /= world
+                now = time.time()
+                tok_s = (step + 1 - step_last) * tokens_per_step / max(now - t_last, 1e-9)
+                row.update(step=step, tokens=(step + 1) * tokens_per_step,
+                           train_loss=(loss_sum / n_summed).item(), lr=lr,
+                           grad_norm=None if grad_norm is None else grad_norm.item(),
+                           emb_grad_norm=emb_grad_norm.item(), emb_rms=wte.detach().pow(2).mean().sqrt().item(),
+                           tokens_per_s=tok_s, time=now - t0)
+                postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{tok_s:,.0f}")
+                if device.type == "cuda":
+                    postfix["mfu"] = f"{100 * fpt * tok_s / (PEAK_TFLOPS * 1e12):.1f}%"
+                bar.set_postfix(postfix, refresh=False)
+                loss_sum.zero_()
+                n_summed, t_last, step_last = 0, now, step + 1
+                if master:
+                    _append(history, row, metrics_path)
+            step += 1
+            bar.update(1)
+    finally:
+        bar.close()
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
+        if ddp and dist.is_initialized():
+            dist.destroy_process_group()
+
+    if master:
+        final = [r for r in history if r.get("val_loss") is not None][-1]
+        log(f"final val loss {final['val_loss']:.4f} at step {final['step']} ({time.time() - t0:.0f} s)")
+        if c.sample_tokens:
+            enc = get_encoding()
+            start = torch.tensor([enc.encode_ordinary("\n")], device=device)
+            with autocast:
+                out = raw_model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)
+            log("sample:\n" + enc.decode([t for t in out[0].tolist() if t < enc.n_vocab]))
+    return history
+
+
+def _append(history, row, path):
+    history.append(row)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Command line: --key=value over Config
+
+def parse_args(argv):
+    kinds = {f.name: f for f in fields(Config)}
+    kw = {}
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            print(__doc__.strip() + "\n\nflags (default):")
+            for f in fields(Config):
+                print(f"  --{f.name}={f.default}")
+            sys.exit(0)
+        key, eq, val = arg[2:].partition("=")
+        if not arg.startswith("--") or not eq:
+            raise ValueError(f"bad argument {arg!r}: flags look like --key=value (see --help)")
+        if key not in kinds:
+            raise ValueError(f"unknown flag --{key} (see --help for the list)")
+        kw[key] = _convert(key, val, kinds[key])
+    return Config(**kw)
+
+
+def _convert(key, val, field):
+    default = field.default
+    if val.lower() == "none" and default is None:
+        return None
+    kind = {"emb_std": float, "min_lr": float, "lr_decay_iters": int, "data_seed": int,
+            "input": str}.get(key, type(default))
+    if kind is bool:
+        if val.lower() in ("true", "1", "yes"):
+            return True
+        if val.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"--{key} expects true or false, got {val!r}")
+    try:
+        return kind(val)
+    except ValueError:
+        raise ValueError(f"--{key} expects {kind.__name__}, got {val!r}") from None
+
+
+def main(argv):
+    try:
+        config = parse_args(argv)
+    except ValueError as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 2
+    try:
+        train(config)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 2
+    except TrainingError as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
