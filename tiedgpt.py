@@ -54,6 +54,10 @@ class GPTConfig:
     pos: str = "rope"
     channel_groups: int = 4  # groups for the 'channel' (ShuffleNet) head
     norm_eps: float = 1e-5  # LayerNorm epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
+    # Compute the output projection and the cross-entropy together (LinearCrossEntropy below): the same
+    # numbers as logits -> F.cross_entropy, without keeping the (B*T) x n logits and their gradient.
+    # forward(idx, targets) then returns logits=None. False gives the textbook path.
+    fused_loss: bool = True
 
     def __post_init__(self):
         """Refuse configurations that can't work, with one line that says why and lists the choices."""
@@ -285,6 +289,68 @@ def make_head(config):
 
 
 # ----------------------------------------------------------------------------------------------------
+# The output projection and the loss in one step. For logits z = h W^T and loss L = mean_i(lse(z_i) - z_i,t_i)
+# the gradient w.r.t. the logits is G = (softmax(z) - onehot(t)) / N, so dL/dh = G W and dL/dW = G^T h.
+# Autograd would keep z (N x n, 400 MB at N = 2048, n = 50257) for the backward pass, fill a second N x n
+# buffer for the gradient of the nll, and read both again. Here each chunk of rows goes
+# matmul -> log_softmax -> exp in place -> two matmuls, and only dL/dh (N x d) and dL/dW (n x d) are kept.
+
+class LinearCrossEntropy(torch.autograd.Function):
+    CHUNK_ELEMENTS = 2 ** 26  # rows per chunk * n: bounds the one N x n buffer (256 MB in fp32)
+
+    @staticmethod
+    def forward(ctx, h, weight, targets, want_grad=True):
+        shape, h = h.shape, h.reshape(-1, h.size(-1))
+        t = targets.reshape(-1)
+        n = weight.size(0)
+        # under autocast the matmuls run in the autocast dtype, the softmax in fp32, as autocast would do
+        dt = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
+        w = weight.to(dt)
+        valid = t != -1
+        count = valid.sum().clamp(min=1)
+        # (want_grad: grad mode as the caller saw it; inside forward it is always off)
+        need_grad = want_grad and (ctx.needs_input_grad[0] or ctx.needs_input_grad[1])
+        grad_h = torch.empty_like(h) if need_grad else None
+        grad_w = torch.zeros_like(weight, dtype=torch.float32) if need_grad and ctx.needs_input_grad[1] else None
+        loss = torch.zeros((), device=h.device, dtype=torch.float32)
+        rows = max(1, LinearCrossEntropy.CHUNK_ELEMENTS // n)
+        with torch.autocast(h.device.type, enabled=False):
+            for i in range(0, h.size(0), rows):
+                hc, tc, vc = h[i:i + rows].to(dt), t[i:i + rows], valid[i:i + rows]
+                tgt = tc.clamp(min=0).unsqueeze(1)
+                z = (hc @ w.T).float()
+                z_t = z.gather(1, tgt).squeeze(1)  # the target's logit, read before z is overwritten
+                m = z.amax(dim=1, keepdim=True)
+                e = z.sub_(m).exp_()  # e^{z - max}: the only exp of the N x n buffer, in place
+                s = e.sum(dim=1, keepdim=True)
+                lse = m.squeeze(1) + s.log().squeeze(1)  # log sum_k e^{z_k}
+                loss += ((lse - z_t) * vc).sum()
+                if not need_grad:
+                    continue
+                g = e.mul_(vc.unsqueeze(1) / s)  # softmax; ignored rows (vc = 0) get no gradient
+                g.scatter_add_(1, tgt, -vc.to(g.dtype).unsqueeze(1))  # - onehot(t)
+                g = g.to(dt)
+                grad_h[i:i + rows] = (g @ w).to(h.dtype)
+                if grad_w is not None and dt == torch.float32:
+                    grad_w.addmm_(g.T, hc)
+                elif grad_w is not None:
+                    grad_w += (g.T @ hc).float()
+        ctx.shape = shape
+        if need_grad:  # the 1/N of the mean is applied to the small results, not to the N x n buffer
+            grad_h = grad_h / count
+            grad_w = None if grad_w is None else (grad_w / count).to(weight.dtype)
+            ctx.save_for_backward(grad_h, grad_w)
+        return loss / count
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        grad_h, grad_w = ctx.saved_tensors
+        dh = (grad_h * grad_loss).reshape(ctx.shape) if ctx.needs_input_grad[0] else None
+        dw = grad_w * grad_loss if grad_w is not None else None
+        return dh, dw, None, None
+
+
+# ----------------------------------------------------------------------------------------------------
 
 class GPT(nn.Module):
     def __init__(self, config):
@@ -360,11 +426,15 @@ class GPT(nn.Module):
         return self.lm_head(self.head(h))
 
     def forward(self, idx, targets=None):
-        """As nanoGPT: with targets, logits for every position and the mean cross-entropy;
-        without, logits for the last position only (all that generation needs)."""
+        """As nanoGPT: with targets, the mean cross-entropy (and the logits of every position, unless the
+        fused path is on, which never builds them: logits=None); without, logits for the last position
+        only (all that generation needs). Targets equal to -1 are ignored."""
         h = self.hidden(idx)
         if targets is None:
             return self.logits(h[:, [-1], :]), None
+        if self.config.fused_loss:
+            return None, LinearCrossEntropy.apply(self.head(h), self.lm_head.weight, targets,
+                                                  torch.is_grad_enabled())
         logits = self.logits(h)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1),
                                ignore_index=-1)

@@ -48,7 +48,7 @@ class Config(GPTConfig):
     # data
     dataset: str = "shakespeare"  # 'shakespeare' (downloaded once), 'pydoc_topics', or see --input
     input: str = None  # any UTF-8 text file; prepared into data/<file stem>/ on first use
-    batch_size: int = 16  # sequences per step, summed over all DDP processes
+    batch_size: int = 8  # sequences per step, summed over all DDP processes
     # optimisation: AdamW, linear warmup then cosine decay to min_lr
     max_iters: int = 300
     lr: float = 1e-3
@@ -72,14 +72,15 @@ class Config(GPTConfig):
     out_dir: str = "out"  # '' writes nothing (handy in notebooks)
     resume: bool = False  # continue from out_dir/ckpt.pt
     sample_tokens: int = 100  # printed at the end; 0 to skip
+    bench: int = 0  # > 0: time this many training steps (after 2 warm-up steps), print speed and memory, exit
 
     def __post_init__(self):
         super().__post_init__()
         for name in ("batch_size", "eval_iters", "log_interval", "eval_interval"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_iters < 0 or self.warmup_iters < 0 or self.sample_tokens < 0:
-            raise ValueError("max_iters, warmup_iters and sample_tokens must be >= 0")
+        if min(self.max_iters, self.warmup_iters, self.sample_tokens, self.bench) < 0:
+            raise ValueError("max_iters, warmup_iters, sample_tokens and bench must be >= 0")
         if not self.lr > 0 or (self.min_lr is not None and self.min_lr < 0):
             raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
         if self.weight_decay < 0 or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
@@ -160,8 +161,9 @@ def load_checkpoint(path, config):
         saved = state["config"]
     except Exception as e:
         raise TrainingError(f"--resume: {path} is not a readable checkpoint ({type(e).__name__}: {e})")
+    same_weights = ("dropout", "fused_loss")  # may change between runs: they don't change the weights' meaning
     diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
-            if saved.get(k) != getattr(config, k)]
+            if k not in same_weights and saved.get(k) != getattr(config, k)]
     if diff:
         raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
     return state
@@ -399,6 +401,62 @@ def _append(history, row, path):
             f.write(json.dumps(row) + "\n")
 
 
+def bench(c, log=print):
+    """Time c.bench training steps of the model c describes, on real batches, after 2 warm-up steps.
+    Returns and prints tokens/s, ms/step and peak memory (process RSS; on a GPU, also allocated memory).
+    Compare two settings by running both, e.g. --fused_loss=false against the default."""
+    import resource
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+    dtype = c.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
+    data = load_split(ensure_prepared(c.dataset, c.input, log=log)["dataset"], "train")
+    torch.manual_seed(c.seed)
+    model = GPT(c.model_config()).to(device)
+    optimizer = make_optimizer(model, c, device.type)
+    step_model = torch.compile(model) if c.compile else model
+    gen = torch.Generator().manual_seed(c.seed)
+
+    def step():
+        x, y = get_batch(data, c.batch_size, c.block_size, gen)
+        with autocast:
+            _, loss = step_model(x.to(device), y.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if c.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+        optimizer.step()
+        return loss
+
+    for _ in range(2):
+        step()
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync()
+    t = time.perf_counter()
+    for _ in range(c.bench):
+        loss = step()
+    loss.item()
+    sync()
+    dt = (time.perf_counter() - t) / c.bench
+    tok_s = c.batch_size * c.block_size / dt
+    out = dict(tokens_per_s=tok_s, ms_per_step=1000 * dt, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               device=str(device), dtype=dtype, threads=torch.get_num_threads())
+    msg = (f"bench: {tok_s:,.0f} tokens/s, {1000 * dt:.1f} ms/step, peak RSS {out['peak_rss_mb']:,.0f} MB "
+           f"| {device} {dtype}, {torch.get_num_threads()} threads, B={c.batch_size} T={c.block_size}, "
+           f"head={c.head}, fused_loss={c.fused_loss}, compile={c.compile}")
+    if device.type == "cuda":
+        out["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
+        out["mfu"] = flops_per_token(model) * tok_s / (PEAK_TFLOPS * 1e12)
+        msg += f", peak GPU {out['peak_gpu_mb']:,.0f} MB, MFU {100 * out['mfu']:.1f}% of {PEAK_TFLOPS:.0f} TFLOP/s"
+    log(msg)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------------
 # Command line: --key=value over Config
 
@@ -445,7 +503,7 @@ def main(argv):
         print(f"train.py: {e}", file=sys.stderr)
         return 2
     try:
-        train(config)
+        bench(config) if config.bench else train(config)
     except (ValueError, FileNotFoundError) as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 2

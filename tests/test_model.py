@@ -64,10 +64,13 @@ def test_non_embedding_count_leaves_out_the_tied_table():
 
 @pytest.mark.parametrize("head", HEADS)
 def test_every_head_returns_logits_of_the_right_shape(head):
-    m = tiny(head)
+    m = tiny(head, fused_loss=False)
     x = torch.randint(0, 97, (3, 16))
     logits, loss = m(x, x)
     assert logits.shape == (3, 16, 97) and loss.ndim == 0 and torch.isfinite(loss)
+    m.config.fused_loss = True  # the fused path never builds the logits
+    logits, loss = m(x, x)
+    assert logits is None and torch.isfinite(loss)
     logits, loss = m(x)  # inference: last position only
     assert logits.shape == (3, 1, 97) and loss is None
 
@@ -153,6 +156,44 @@ def test_reinitialising_after_tying_reinitialises_both():
     assert m.transformer.wte.weight.abs().sum() == 0
 
 
+@pytest.mark.parametrize("head", HEADS)
+def test_fused_head_and_loss_match_the_textbook_path(head):
+    """LinearCrossEntropy gives F.cross_entropy(h W^T)'s loss and gradients, ignored targets included."""
+    torch.manual_seed(0)
+    fused = tiny(head, zero_init_residual=False, vocab_size=1000)
+    plain = tiny(head, zero_init_residual=False, vocab_size=1000, fused_loss=False)
+    plain.load_state_dict(fused.state_dict())
+    x, y = torch.randint(0, 1000, (4, 16)), torch.randint(0, 1000, (4, 16))
+    y[0, :5] = -1
+    lf, lp = fused(x, y)[1], plain(x, y)[1]
+    lf.backward()
+    lp.backward()
+    torch.testing.assert_close(lf, lp, rtol=1e-6, atol=1e-6)
+    for (name, a), b in zip(fused.named_parameters(), plain.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-7, msg=name)
+    with torch.no_grad():  # evaluation takes the same path without computing gradients
+        torch.testing.assert_close(fused(x, y)[1], lp, rtol=1e-6, atol=1e-6)
+
+
+def test_fused_loss_keeps_a_short_training_curve_unchanged():
+    curves = []
+    for fused_loss in (True, False):
+        torch.manual_seed(0)
+        m = tiny("tied", fused_loss=fused_loss, vocab_size=500)
+        opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+        g = torch.Generator().manual_seed(1)
+        curve = []
+        for _ in range(20):
+            x, y = torch.randint(0, 500, (4, 16), generator=g), torch.randint(0, 500, (4, 16), generator=g)
+            loss = m(x, y)[1]
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            curve.append(loss.item())
+        curves.append(curve)
+    assert curves[0] == pytest.approx(curves[1], rel=1e-4)
+
+
 # --- bad configurations are refused ---------------------------------------------------------------
 
 @pytest.mark.parametrize("kw, words", [
@@ -174,7 +215,7 @@ def test_fresh_model_is_a_two_gram_model():
     current token alone, and equal the tied head applied to LayerNorm(w_i)."""
     m = tiny("tied", n_layer=3)
     x = torch.randint(0, 97, (2, 16))
-    logits, _ = m(x, x)
+    logits = m.logits(m.hidden(x))
     w = m.transformer.wte.weight
     expected = torch.nn.functional.layer_norm(w[x], (32,), eps=m.config.norm_eps) @ w.T
     torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
@@ -183,7 +224,7 @@ def test_fresh_model_is_a_two_gram_model():
 def test_learned_positions_break_the_two_gram_premise():
     m = tiny("tied", pos="learned")
     x = torch.full((1, 16), 5)  # the same token everywhere
-    logits, _ = m(x, x)
+    logits = m.logits(m.hidden(x))
     assert (logits[0, 0] - logits[0, 1]).abs().max() > 1e-3
 
 
