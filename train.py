@@ -48,6 +48,10 @@ class Config(GPTConfig):
     # data
     dataset: str = "shakespeare"  # 'shakespeare' (downloaded once), 'pydoc_topics', or see --input
     input: str = None  # any UTF-8 text file; prepared into data/<file stem>/ on first use
+    # 'full': the softmax runs over all n = 50257 GPT-2 tokens. 'corpus': only over the tokens that occur
+    # in the corpus (11,706 for Tiny Shakespeare), renumbered 0..n-1, so n, ln n and the head's cost shrink.
+    # A speed knob for teaching; it changes n, and every result made with it must say so.
+    vocab: str = "full"
     batch_size: int = 8  # sequences per step, summed over all DDP processes
     # optimisation: AdamW, linear warmup then cosine decay to min_lr
     max_iters: int = 300
@@ -85,6 +89,8 @@ class Config(GPTConfig):
             raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
         if self.weight_decay < 0 or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
+        if self.vocab not in ("full", "corpus"):
+            raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
         if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
@@ -102,12 +108,26 @@ class TrainingError(RuntimeError):
 # Data: random windows of the token memmap. A torch.Generator picks them, so its state is part of a
 # checkpoint and a resumed run sees exactly the batches the uninterrupted run would have seen.
 
-def get_batch(data, batch_size, block_size, gen, rows=slice(None)):
-    """The global batch is drawn whole (same on every process); `rows` keeps this process's share."""
+def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
+    """The global batch is drawn whole (same on every process); `rows` keeps this process's share.
+    `lut` renumbers token ids (vocab='corpus')."""
     ix = torch.randint(len(data) - block_size - 1, (batch_size,), generator=gen)[rows]
-    x = torch.from_numpy(np.stack([data[i:i + block_size] for i in ix.tolist()]).astype(np.int64))
-    y = torch.from_numpy(np.stack([data[i + 1:i + 1 + block_size] for i in ix.tolist()]).astype(np.int64))
-    return x, y
+    xy = np.stack([data[i:i + block_size + 1] for i in ix.tolist()]).astype(np.int64)
+    if lut is not None:
+        xy = lut[xy]
+    xy = torch.from_numpy(xy)
+    return xy[:, :-1], xy[:, 1:]
+
+
+def corpus_vocab(c, train_data, val_data):
+    """For vocab='corpus': (ids, lut, config) with ids the sorted GPT-2 ids that occur, lut their new
+    numbers, and the config's vocab_size set to len(ids). For vocab='full': (None, None, c)."""
+    if c.vocab == "full":
+        return None, None, c
+    ids = np.unique(np.concatenate([np.unique(train_data), np.unique(val_data)]))
+    lut = np.full(2 ** 16, -1, dtype=np.int64)
+    lut[ids] = np.arange(len(ids))
+    return ids, lut, dataclasses.replace(c, vocab_size=len(ids))
 
 
 def lr_at(it, c):
@@ -226,7 +246,8 @@ def train(c, progress=True, log=print):
     if c.block_size + 1 >= min(len(train_data), len(val_data)):
         raise ValueError(f"block_size={c.block_size} is beyond the data: {dataset} has "
                          f"{len(train_data)} train and {len(val_data)} val tokens")
-    if meta["vocab_size"] > c.vocab_size:
+    ids, lut, c = corpus_vocab(c, train_data, val_data)
+    if c.vocab == "full" and meta["vocab_size"] > c.vocab_size:
         raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
 
     # -- model, optimizer, and (on --resume) their saved state
@@ -275,7 +296,7 @@ def train(c, progress=True, log=print):
             g = torch.Generator().manual_seed(12345)
             losses = []
             for _ in range(c.eval_iters):
-                x, y = get_batch(data, c.batch_size, c.block_size, g)
+                x, y = get_batch(data, c.batch_size, c.block_size, g, lut=lut)
                 with autocast:
                     losses.append(raw_model(x.to(device), y.to(device))[1])
             out[split] = torch.stack(losses).mean().item()
@@ -333,7 +354,7 @@ def train(c, progress=True, log=print):
                 say(f"interrupted at step {step}" + (f"; checkpoint saved to {ckpt_path}" if ckpt_path else ""))
                 raise KeyboardInterrupt
 
-            x, y = get_batch(train_data, c.batch_size, c.block_size, gen, rows)
+            x, y = get_batch(train_data, c.batch_size, c.block_size, gen, rows, lut)
             lr = lr_at(step, c)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -387,10 +408,13 @@ def train(c, progress=True, log=print):
         log(f"final val loss {final['val_loss']:.4f} at step {final['step']} ({time.time() - t0:.0f} s)")
         if c.sample_tokens:
             enc = get_encoding()
-            start = torch.tensor([enc.encode_ordinary("\n")], device=device)
+            start = enc.encode_ordinary("\n")
+            start = torch.tensor([start if lut is None else lut[start].tolist()], device=device)
             with autocast:
-                out = raw_model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)
-            log("sample:\n" + enc.decode([t for t in out[0].tolist() if t < enc.n_vocab]))
+                out = raw_model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)[0].tolist()
+            if ids is not None:
+                out = ids[out].tolist()
+            log("sample:\n" + enc.decode([t for t in out if t < enc.n_vocab]))
     return history
 
 
@@ -416,6 +440,7 @@ def bench(c, log=print):
         dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
     data = load_split(ensure_prepared(c.dataset, c.input, log=log)["dataset"], "train")
+    _, lut, c = corpus_vocab(c, data, data)
     torch.manual_seed(c.seed)
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c, device.type)
@@ -423,7 +448,7 @@ def bench(c, log=print):
     gen = torch.Generator().manual_seed(c.seed)
 
     def step():
-        x, y = get_batch(data, c.batch_size, c.block_size, gen)
+        x, y = get_batch(data, c.batch_size, c.block_size, gen, lut=lut)
         with autocast:
             _, loss = step_model(x.to(device), y.to(device))
         optimizer.zero_grad(set_to_none=True)

@@ -189,3 +189,19 @@ def test_help_lists_every_flag_with_its_default():
     assert p.returncode == 0
     for flag in ("--head=tied", "--n_embd=256", "--lr=0.001", "--resume=False", "--emb_std=None"):
         assert flag in p.stdout
+
+
+def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
+    import numpy as np
+    from data.prepare import load_split
+    from train import corpus_vocab, get_batch, train
+    c = config(vocab="corpus")
+    train_data, val_data = load_split("pydoc_topics", "train"), load_split("pydoc_topics", "val")
+    ids, lut, c2 = corpus_vocab(c, train_data, val_data)
+    assert c2.vocab_size == len(ids) == len(set(train_data.tolist()) | set(val_data.tolist())) < 50257
+    x, y = get_batch(train_data, 4, 16, torch.Generator().manual_seed(0), lut=lut)
+    assert x.min() >= 0 and x.max() < c2.vocab_size
+    x0, _ = get_batch(train_data, 4, 16, torch.Generator().manual_seed(0))
+    assert np.array_equal(ids[x.numpy()], x0.numpy())  # renumbering is invertible
+    h = train(config(vocab="corpus", max_iters=2, eval_interval=2, out_dir=""), progress=False, log=lambda *_: None)
+    assert h[-1]["val_loss"] < 12
