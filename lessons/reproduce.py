@@ -1,0 +1,104 @@
+"""
+The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
+
+    python lessons/reproduce.py live   # ~6 minutes on a 2-core CPU: what lesson 04 can re-run
+    python lessons/reproduce.py full   # the CPU-sized full grid (main runs + width / lr / warmup sweeps)
+
+Each finished run is appended to lessons/data/repro_<scale>.json at once (written atomically), and a
+restarted script skips the runs already there, so an interrupted sweep loses at most one run.
+Only the head (and, in the sweeps, the swept knob) differs between runs of a group; the training batches
+come from one data seed for all runs, and the model seed is the run's seed.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import torch  # noqa: E402
+
+from train import Config, train  # noqa: E402
+
+CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
+ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]  # plus our extensions
+SEEDS = [1, 2, 3]
+KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr")
+
+# Shared settings. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare uses (n = 11,706,
+# ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
+BASE = dict(dataset="shakespeare", vocab="corpus", n_head=4, block_size=64, batch_size=8, lr=1e-3,
+            warmup_iters=0, weight_decay=0.1, grad_clip=1.0, eval_iters=4, log_interval=10, data_seed=0,
+            out_dir="", sample_tokens=0)
+
+
+def plan(scale):
+    """(group, overrides) pairs, most important first."""
+    if scale == "live":
+        main = dict(n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
+        return [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
+    main = dict(n_layer=2, n_embd=256, max_iters=300, eval_interval=25)
+    runs = [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
+    sweeps = [("lr=3e-4", dict(lr=3e-4)), ("lr=3e-3", dict(lr=3e-3)), ("warmup=100", dict(warmup_iters=100)),
+              ("d=128", dict(n_embd=128)), ("d=512", dict(n_embd=512))]
+    for group, knob in sweeps:
+        runs += [(group, dict(main, head=h, seed=1, **knob)) for h in CORE_HEADS]
+    return runs
+
+
+def run_id(group, overrides):
+    return f"{group}|{overrides['head']}|seed={overrides['seed']}"
+
+
+def main(scale, path=None):
+    path = path or os.path.join(HERE, "data", f"repro_{scale}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        with open(path) as f:
+            result = json.load(f)
+    else:
+        result = dict(scale=scale, base=BASE, runs=[], environment=dict(
+            torch=torch.__version__, python=platform.python_version(), machine=platform.machine(),
+            processor=platform.processor(), threads=torch.get_num_threads(), device="cpu"))
+    done = {r["id"] for r in result["runs"]}
+    todo = [(g, o) for g, o in plan(scale) if run_id(g, o) not in done]
+    print(f"{scale}: {len(done)} runs done, {len(todo)} to go -> {path}")
+    for i, (group, overrides) in enumerate(todo):
+        config = Config(**{**BASE, **overrides})
+        t0 = time.time()
+        history = train(config, progress=False, log=lambda *a: None)
+        wall = time.time() - t0
+        result["runs"].append(dict(
+            id=run_id(group, overrides), group=group, head=config.head, seed=config.seed, wall_s=wall,
+            config=dataclasses.asdict(config),
+            n=history_n(config), d=config.n_embd, sigma=config.sigma,
+            history=[{k: r[k] for k in KEEP if k in r} for r in history]))
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(result, f)
+        os.replace(tmp, path)
+        last = [r for r in history if "val_loss" in r][-1]
+        print(f"[{i + 1}/{len(todo)}] {run_id(group, overrides)}: val {last['val_loss']:.3f} "
+              f"at step {last['step']} ({wall:.0f} s)", flush=True)
+
+
+def history_n(config):
+    """n as the model saw it: the corpus vocabulary's size, or the full tokenizer's."""
+    if config.vocab == "full":
+        return config.vocab_size
+    from data.prepare import ensure_prepared, load_split
+    import numpy as np
+    ds = ensure_prepared(config.dataset, config.input, log=lambda *a: None)["dataset"]
+    return int(len(np.unique(np.concatenate([load_split(ds, "train"), load_split(ds, "val")]))))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in ("live", "full"):
+        print("usage: python lessons/reproduce.py live|full", file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1])
