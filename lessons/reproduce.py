@@ -68,6 +68,7 @@ def main(scale, path=None, groups=None):
         result = dict(scale=scale, base=BASE, runs=[], environment=dict(
             torch=torch.__version__, python=platform.python_version(), machine=platform.machine(),
             processor=platform.processor(), threads=torch.get_num_threads(), device="cpu"))
+    repair_recorded_n(result)
     done = {r["id"] for r in result["runs"]}
     todo = [(g, o) for g, o in plan(scale) if run_id(g, o) not in done and (groups is None or g in groups)]
     print(f"{scale}: {len(done)} runs done, {len(todo)} to go -> {path}")
@@ -76,10 +77,13 @@ def main(scale, path=None, groups=None):
         t0 = time.time()
         history = train(config, progress=False, log=lambda *a: None)
         wall = time.time() - t0
+        # record the config the model was built from: with vocab='corpus', train() shrinks vocab_size to the
+        # corpus's n, and sigma (for logn) and the scale head's c depend on that n
+        model_config = dataclasses.replace(config, vocab_size=history_n(config))
         result["runs"].append(dict(
             id=run_id(group, overrides), group=group, head=config.head, seed=config.seed, wall_s=wall,
-            config=dataclasses.asdict(config),
-            n=history_n(config), d=config.n_embd, sigma=config.sigma,
+            config=dataclasses.asdict(model_config),
+            n=model_config.vocab_size, d=config.n_embd, sigma=model_config.sigma,
             history=[{k: r[k] for k in KEEP if k in r} for r in history]))
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -98,6 +102,25 @@ def history_n(config):
     import numpy as np
     ds = ensure_prepared(config.dataset, config.input, log=lambda *a: None)["dataset"]
     return int(len(np.unique(np.concatenate([load_split(ds, "train"), load_split(ds, "val")]))))
+
+
+def repair_recorded_n(result):
+    """Files written before 2026-11-21 recorded config.vocab_size = 50257 and sigma = ln(50257)/d for logn, read
+    before train() shrank n to the corpus's vocabulary; the models themselves used n (the step-0 embedding RMS in
+    the history shows it). Rewrite those two fields from n, once, and say so in the file's notes."""
+    fixed = []
+    for r in result["runs"]:
+        if r["config"]["vocab"] == "corpus" and r["config"]["vocab_size"] != r["n"]:
+            r["config"]["vocab_size"] = r["n"]
+            sigma = Config(**{k: v for k, v in r["config"].items() if k in Config.__dataclass_fields__}).sigma
+            if abs(sigma - r["sigma"]) > 1e-12:
+                fixed.append(f"{r['id']}: sigma {r['sigma']:.4f} -> {sigma:.4f}")
+            r["sigma"] = sigma
+    if fixed:
+        result.setdefault("notes", []).append(
+            "repaired by repair_recorded_n: config.vocab_size was recorded as the tokenizer's 50257 instead of the "
+            "corpus n the model used; sigma recomputed from n for: " + "; ".join(fixed))
+    return result
 
 
 def merge(into, other):
