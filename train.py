@@ -63,6 +63,9 @@ class Config(GPTConfig):
     beta1: float = 0.9
     beta2: float = 0.95
     grad_clip: float = 1.0  # 0 disables clipping
+    # True: torch's fused AdamW (one pass per tensor). False: the foreach implementation nanoGPT gets on a
+    # CPU. Same update up to float rounding (tested); only the speed differs.
+    fused_adamw: bool = True
     # evaluation and logging
     eval_interval: int = 50  # also the checkpoint interval
     eval_iters: int = 10  # batches per loss estimate; the same batches at every evaluation
@@ -142,13 +145,15 @@ def lr_at(it, c):
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (c.lr - min_lr)
 
 
-def make_optimizer(model, c, device_type):
+def make_optimizer(model, c):
     """AdamW; matrices (including the embedding) decay, vectors (norms, biases) don't (nanoGPT's rule)."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [dict(params=[p for p in params if p.dim() >= 2], weight_decay=c.weight_decay),
               dict(params=[p for p in params if p.dim() < 2], weight_decay=0.0)]
-    extra = dict(fused=True) if device_type == "cuda" else dict(foreach=True)
-    return torch.optim.AdamW(groups, lr=c.lr, betas=(c.beta1, c.beta2), **extra)
+    # fused: one kernel per tensor updates p, m and v in a single pass (on a 2-core CPU ~4x faster than the
+    # foreach implementation over the 12.9M-entry embedding); same update within float rounding
+    impl = dict(fused=True) if c.fused_adamw else dict(foreach=True)
+    return torch.optim.AdamW(groups, lr=c.lr, betas=(c.beta1, c.beta2), **impl)
 
 
 def flops_per_token(model):
@@ -253,7 +258,7 @@ def train(c, progress=True, log=print):
     # -- model, optimizer, and (on --resume) their saved state
     torch.manual_seed(c.seed)
     model = GPT(c.model_config()).to(device)
-    optimizer = make_optimizer(model, c, device.type)
+    optimizer = make_optimizer(model, c)
     gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
     step, history = 0, []
     ckpt_path = os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None
@@ -443,7 +448,7 @@ def bench(c, log=print):
     _, lut, c = corpus_vocab(c, data, data)
     torch.manual_seed(c.seed)
     model = GPT(c.model_config()).to(device)
-    optimizer = make_optimizer(model, c, device.type)
+    optimizer = make_optimizer(model, c)
     step_model = torch.compile(model) if c.compile else model
     gen = torch.Generator().manual_seed(c.seed)
 
@@ -473,7 +478,7 @@ def bench(c, log=print):
                device=str(device), dtype=dtype, threads=torch.get_num_threads())
     msg = (f"bench: {tok_s:,.0f} tokens/s, {1000 * dt:.1f} ms/step, peak RSS {out['peak_rss_mb']:,.0f} MB "
            f"| {device} {dtype}, {torch.get_num_threads()} threads, B={c.batch_size} T={c.block_size}, "
-           f"head={c.head}, fused_loss={c.fused_loss}, compile={c.compile}")
+           f"head={c.head}, fused_loss={c.fused_loss}, fused_adamw={c.fused_adamw}, compile={c.compile}")
     if device.type == "cuda":
         out["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
         out["mfu"] = flops_per_token(model) * tok_s / (PEAK_TFLOPS * 1e12)

@@ -175,6 +175,28 @@ def test_fused_head_and_loss_match_the_textbook_path(head):
         torch.testing.assert_close(fused(x, y)[1], lp, rtol=1e-6, atol=1e-6)
 
 
+def test_fused_loss_gives_the_same_answer_in_any_number_of_chunks(monkeypatch):
+    """The chunk size is a memory knob only: 1 chunk, 7 uneven chunks and 1-row chunks agree."""
+    from tiedgpt import LinearCrossEntropy
+    torch.manual_seed(0)
+    h, w = torch.randn(50, 8, dtype=torch.float64), torch.randn(300, 8, dtype=torch.float64)
+    t = torch.randint(0, 300, (50,))
+    t[[3, 17, 49]] = -1  # ignored targets in several chunks
+    results = []
+    for rows in (50, 8, 1):
+        monkeypatch.setattr(LinearCrossEntropy, "CHUNK_ELEMENTS", rows * 300)
+        hh, ww = h.clone().requires_grad_(), w.clone().requires_grad_()
+        LinearCrossEntropy.apply(hh, ww, t, True).backward()
+        results.append((hh.grad, ww.grad))
+    ref = torch.nn.functional.cross_entropy(h @ w.T, t, ignore_index=-1)
+    for gh, gw in results:
+        hh, ww = h.clone().requires_grad_(), w.clone().requires_grad_()
+        torch.nn.functional.cross_entropy(hh @ ww.T, t, ignore_index=-1).backward()
+        torch.testing.assert_close(gh, hh.grad)
+        torch.testing.assert_close(gw, ww.grad)
+    assert torch.isfinite(ref)
+
+
 def test_fused_loss_keeps_a_short_training_curve_unchanged():
     curves = []
     for fused_loss in (True, False):

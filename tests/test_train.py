@@ -56,6 +56,20 @@ def test_same_seed_gives_same_losses_on_cpu(data_dir):
     assert [r.get("train_loss") for r in a] != [r.get("train_loss") for r in c]
 
 
+def test_fast_path_keeps_the_training_curve_of_the_straightforward_path(data_dir):
+    """The speed-ups (fused output projection + loss, fused AdamW) change no number beyond float rounding:
+    30 steps of train() track the textbook path (logits then F.cross_entropy, foreach AdamW)."""
+    from train import train
+    kw = dict(max_iters=30, eval_interval=15, out_dir="", vocab_size=50257)
+    fast = train(config(**kw), progress=False, log=lambda *_: None)
+    plain = train(config(fused_loss=False, fused_adamw=False, **kw), progress=False, log=lambda *_: None)
+    for key in ("train_loss", "val_loss", "emb_grad_norm"):
+        a = [r[key] for r in fast if key in r]
+        b = [r[key] for r in plain if key in r]
+        assert len(a) >= 3 and a == pytest.approx(b, rel=1e-4), key
+    assert fast[-2]["train_loss"] < fast[0]["train_loss"] - 0.3  # it learned: the curves had room to differ
+
+
 def test_history_records_what_lesson_04_needs(data_dir):
     from train import train
     h = train(config(max_iters=6, eval_interval=3, out_dir=""), progress=False, log=lambda *_: None)
