@@ -80,6 +80,7 @@ class Config(GPTConfig):
     resume: bool = False  # continue from out_dir/ckpt.pt
     sample_tokens: int = 100  # printed at the end; 0 to skip
     bench: int = 0  # > 0: time this many training steps (after 2 warm-up steps), print speed and memory, exit
+    bench_baseline: bool = False  # with bench: also time the nanoGPT-style path of the same shape, print ratios
 
     def __post_init__(self):
         super().__post_init__()
@@ -92,6 +93,8 @@ class Config(GPTConfig):
             raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
         if self.weight_decay < 0 or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
+        if self.bench_baseline and not self.bench:
+            raise ValueError("bench_baseline needs bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
             raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
@@ -484,7 +487,47 @@ def bench(c, log=print):
         out["mfu"] = flops_per_token(model) * tok_s / (PEAK_TFLOPS * 1e12)
         msg += f", peak GPU {out['peak_gpu_mb']:,.0f} MB, MFU {100 * out['mfu']:.1f}% of {PEAK_TFLOPS:.0f} TFLOP/s"
     log(msg)
+    if os.environ.get("TIEDGPT_BENCH_JSON"):  # bench_against_baseline reads its child processes' results here
+        with open(os.environ["TIEDGPT_BENCH_JSON"], "w") as f:
+            json.dump(out, f)
     return out
+
+
+# What a plain nanoGPT-style model of the same shape does differently: textbook logits -> F.cross_entropy,
+# AdamW's foreach implementation (nanoGPT fuses only on CUDA), learned positions added to the embedding,
+# GPT-2's residual init and biases, and the vocabulary padded to 50304.
+NANOGPT = dict(fused_loss=False, fused_adamw=False, pos="learned", zero_init_residual=False, bias=True)
+
+
+def bench_against_baseline(c, rounds=3, log=print):
+    """Time c and its nanoGPT-style twin alternately (A B A B ...), each in a fresh process so that peak
+    memory is its own, and report the medians and the ratios: one sitting, one machine, one command."""
+    import statistics
+    import tempfile
+    base = dataclasses.replace(c, **NANOGPT, vocab_size=50304 if c.vocab_size == 50257 else c.vocab_size)
+    runs = {"this repo": (c, []), "nanoGPT-style": (base, [])}
+    for r in range(rounds):
+        for name, (cfg, results) in runs.items():
+            argv = [f"--{f.name}={getattr(cfg, f.name)}" for f in fields(Config)
+                    if f.name != "bench_baseline" and getattr(cfg, f.name) != f.default]
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "bench.json")
+                p = subprocess.run([sys.executable, os.path.abspath(__file__), *argv],
+                                   env={**os.environ, "TIEDGPT_BENCH_JSON": path}, capture_output=True, text=True)
+                if p.returncode != 0 or not os.path.exists(path):
+                    raise TrainingError(f"bench of {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+                with open(path) as f:
+                    results.append(json.load(f))
+            log(f"round {r + 1}/{rounds} {name:14} {results[-1]['tokens_per_s']:8,.0f} tokens/s  "
+                f"{results[-1]['ms_per_step']:7.0f} ms/step  peak RSS {results[-1]['peak_rss_mb']:6,.0f} MB")
+    med = {name: {k: statistics.median(r[k] for r in results) for k in ("tokens_per_s", "ms_per_step", "peak_rss_mb")}
+           for name, (_, results) in runs.items()}
+    a, b = med["this repo"], med["nanoGPT-style"]
+    log(f"baseline flags: " + " ".join(f"--{k}={v}" for k, v in {**NANOGPT, "vocab_size": base.vocab_size}.items()))
+    log(f"medians of {rounds}: this repo {a['tokens_per_s']:,.0f} tokens/s, {a['peak_rss_mb']:,.0f} MB | nanoGPT-style "
+        f"{b['tokens_per_s']:,.0f} tokens/s, {b['peak_rss_mb']:,.0f} MB | speed {a['tokens_per_s'] / b['tokens_per_s']:.2f}x, "
+        f"memory {a['peak_rss_mb'] / b['peak_rss_mb']:.2f}x")
+    return med
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -533,7 +576,12 @@ def main(argv):
         print(f"train.py: {e}", file=sys.stderr)
         return 2
     try:
-        bench(config) if config.bench else train(config)
+        if config.bench and config.bench_baseline:
+            bench_against_baseline(config)
+        elif config.bench:
+            bench(config)
+        else:
+            train(config)
     except (ValueError, FileNotFoundError) as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 2

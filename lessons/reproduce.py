@@ -51,7 +51,9 @@ def plan(scale):
               ("d=128", dict(n_embd=128)), ("lr=3e-4", dict(lr=3e-4))]
     for group, knob in sweeps:
         runs += [(group, dict(main, head=h, seed=1, **knob)) for h in CORE_HEADS]
-    return runs + [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
+    runs += [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
+    # training length: 4x the steps (the cosine schedule stretches with it), does the order last?
+    return runs + [("steps=1200", dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
 
 
 def run_id(group, overrides):

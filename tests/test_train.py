@@ -219,3 +219,21 @@ def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
     assert np.array_equal(ids[x.numpy()], x0.numpy())  # renumbering is invertible
     h = train(config(vocab="corpus", max_iters=2, eval_interval=2, out_dir=""), progress=False, log=lambda *_: None)
     assert h[-1]["val_loss"] < 12
+
+
+def test_bench_prints_speed_and_memory(data_dir):
+    p = run(TINY + ["--bench=2"])
+    assert p.returncode == 0, p.stderr
+    assert "tokens/s" in p.stdout and "ms/step" in p.stdout and "peak RSS" in p.stdout
+
+
+def test_bench_against_the_nanogpt_style_baseline_reports_ratios(data_dir):
+    """Both sides run in their own process on the same shape; the baseline really is the textbook path."""
+    from train import NANOGPT, bench_against_baseline
+    lines = []
+    med = bench_against_baseline(config(bench=2), rounds=1, log=lines.append)
+    assert set(med) == {"this repo", "nanoGPT-style"}
+    assert all(m["tokens_per_s"] > 0 and m["peak_rss_mb"] > 0 for m in med.values())
+    assert "--fused_loss=False" in lines[-2] and "--vocab_size=50304" in lines[-2]
+    assert "speed" in lines[-1] and "x" in lines[-1]
+    assert NANOGPT["fused_loss"] is False and NANOGPT["pos"] == "learned"
