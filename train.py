@@ -81,6 +81,7 @@ class Config(GPTConfig):
     sample_tokens: int = 100  # printed at the end; 0 to skip
     bench: int = 0  # > 0: time this many training steps (after 2 warm-up steps), print speed and memory, exit
     bench_baseline: bool = False  # with bench: also time the nanoGPT-style path of the same shape, print ratios
+    bench_profile: bool = False  # with bench: run the timed steps under torch.profiler and print the top ops
 
     def __post_init__(self):
         super().__post_init__()
@@ -93,8 +94,8 @@ class Config(GPTConfig):
             raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
         if self.weight_decay < 0 or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
-        if self.bench_baseline and not self.bench:
-            raise ValueError("bench_baseline needs bench=N (the number of steps to time)")
+        if (self.bench_baseline or self.bench_profile) and not self.bench:
+            raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
             raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
@@ -470,12 +471,20 @@ def bench(c, log=print):
         step()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     sync()
+    profiler = nullcontext()
+    if c.bench_profile:  # where the time goes, op by op (the timing below then includes the profiler's overhead)
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else []))
     t = time.perf_counter()
-    for _ in range(c.bench):
-        loss = step()
-    loss.item()
-    sync()
+    with profiler:
+        for _ in range(c.bench):
+            loss = step()
+        loss.item()
+        sync()
     dt = (time.perf_counter() - t) / c.bench
+    if c.bench_profile:
+        key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+        log(profiler.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=40))
     tok_s = c.batch_size * c.block_size / dt
     out = dict(tokens_per_s=tok_s, ms_per_step=1000 * dt, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                device=str(device), dtype=dtype, threads=torch.get_num_threads())

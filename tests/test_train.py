@@ -221,10 +221,11 @@ def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
     assert h[-1]["val_loss"] < 12
 
 
-def test_bench_prints_speed_and_memory(data_dir):
-    p = run(TINY + ["--bench=2"])
+def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
+    p = run(TINY + ["--bench=2", "--bench_profile=true"])
     assert p.returncode == 0, p.stderr
     assert "tokens/s" in p.stdout and "ms/step" in p.stdout and "peak RSS" in p.stdout
+    assert "Self CPU" in p.stdout and "aten::mm" in p.stdout  # the profiler's table of ops
 
 
 def test_bench_against_the_nanogpt_style_baseline_reports_ratios(data_dir):
