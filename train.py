@@ -149,6 +149,43 @@ def lr_at(it, c):
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (c.lr - min_lr)
 
 
+def setup_device(c, local_rank=0, ddp=False):
+    """The torch.device, the compute dtype's name and the autocast context that Config c asks for.
+    Under torchrun each process takes the GPU of its LOCAL_RANK."""
+    if c.device == "auto":
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    elif c.device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
+        device = f"cuda:{local_rank}" if ddp else c.device
+    else:
+        device = "cpu"
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    dtype = c.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
+    return device, dtype, autocast
+
+
+def load_data(c, log=print):
+    """Prepare (once) and open the dataset; check block_size and vocab_size against it; apply vocab='corpus'.
+    Returns (c with the effective vocab_size, meta, train tokens, val tokens, ids, lut)."""
+    meta = ensure_prepared(c.dataset, c.input, log=log)
+    train_data, val_data = load_split(meta["dataset"], "train"), load_split(meta["dataset"], "val")
+    if c.block_size + 1 >= min(len(train_data), len(val_data)):
+        raise ValueError(f"block_size={c.block_size} is beyond the data: {meta['dataset']} has "
+                         f"{len(train_data)} train and {len(val_data)} val tokens")
+    ids, lut, c = corpus_vocab(c, train_data, val_data)
+    if c.vocab == "full" and meta["vocab_size"] > c.vocab_size:
+        raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
+    return c, meta, train_data, val_data, ids, lut
+
+
 def make_optimizer(model, c):
     """AdamW; matrices (including the embedding) decay, vectors (norms, biases) don't (nanoGPT's rule)."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -225,39 +262,16 @@ def train(c, progress=True, log=print):
         rank, world, local_rank = 0, 1, 0
     master = rank == 0
     log = log if master else (lambda *a, **k: None)
-    if c.device == "auto":
-        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
-    elif c.device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
-        device = f"cuda:{local_rank}" if ddp else c.device
-    else:
-        device = "cpu"
-    device = torch.device(device)
+    device, dtype, autocast = setup_device(c, local_rank, ddp)
     if ddp and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    dtype = c.dtype
-    if dtype == "auto":
-        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext())
     if c.batch_size % world:
         raise ValueError(f"batch_size={c.batch_size} must be divisible by the {world} processes")
     rows = slice(rank * (c.batch_size // world), (rank + 1) * (c.batch_size // world))
 
     # -- data
-    meta = ensure_prepared(c.dataset, c.input, log=log)
+    c, meta, train_data, val_data, ids, lut = load_data(c, log)
     dataset = meta["dataset"]
-    train_data, val_data = load_split(dataset, "train"), load_split(dataset, "val")
-    if c.block_size + 1 >= min(len(train_data), len(val_data)):
-        raise ValueError(f"block_size={c.block_size} is beyond the data: {dataset} has "
-                         f"{len(train_data)} train and {len(val_data)} val tokens")
-    ids, lut, c = corpus_vocab(c, train_data, val_data)
-    if c.vocab == "full" and meta["vocab_size"] > c.vocab_size:
-        raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
 
     # -- model, optimizer, and (on --resume) their saved state
     torch.manual_seed(c.seed)
@@ -439,17 +453,8 @@ def bench(c, log=print):
     Returns and prints tokens/s, ms/step and peak memory (process RSS; on a GPU, also allocated memory).
     Compare two settings by running both, e.g. --fused_loss=false against the default."""
     import resource
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if c.device == "auto" else c.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-    dtype = c.dtype
-    if dtype == "auto":
-        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
-    data = load_split(ensure_prepared(c.dataset, c.input, log=log)["dataset"], "train")
-    _, lut, c = corpus_vocab(c, data, data)
+    device, dtype, autocast = setup_device(c)
+    c, _, data, _, _, lut = load_data(c, log)
     torch.manual_seed(c.seed)
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)
