@@ -197,6 +197,23 @@ def test_fused_loss_gives_the_same_answer_in_any_number_of_chunks(monkeypatch):
     assert torch.isfinite(ref)
 
 
+def test_fused_loss_under_bf16_autocast_matches_the_textbook_path():
+    """Under autocast the fused head runs its matmuls in bf16 and the softmax in fp32, as autocast would."""
+    torch.manual_seed(0)
+    fused = tiny("tied", vocab_size=1000)
+    plain = tiny("tied", vocab_size=1000, fused_loss=False)
+    plain.load_state_dict(fused.state_dict())
+    x, y = torch.randint(0, 1000, (4, 16)), torch.randint(0, 1000, (4, 16))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        lf, lp = fused(x, y)[1], plain(x, y)[1]
+    lf.backward()
+    lp.backward()
+    assert lf.dtype == torch.float32 and fused.lm_head.weight.grad.dtype == torch.float32
+    torch.testing.assert_close(lf, lp, rtol=1e-2, atol=1e-2)
+    g1, g2 = fused.lm_head.weight.grad, plain.lm_head.weight.grad
+    assert (g1 - g2).norm() / g2.norm() < 0.03
+
+
 def test_fused_loss_keeps_a_short_training_curve_unchanged():
     curves = []
     for fused_loss in (True, False):

@@ -70,6 +70,16 @@ def test_fast_path_keeps_the_training_curve_of_the_straightforward_path(data_dir
     assert fast[-2]["train_loss"] < fast[0]["train_loss"] - 0.3  # it learned: the curves had room to differ
 
 
+def test_bfloat16_training_tracks_float32(data_dir):
+    """bf16 autocast (what a GPU run uses; here on the CPU) follows the fp32 curve to bf16's precision."""
+    from train import train
+    kw = dict(max_iters=20, eval_interval=20, out_dir="")
+    f32 = [r["train_loss"] for r in train(config(dtype="float32", **kw), progress=False, log=lambda *_: None)[:-1]]
+    b16 = [r["train_loss"] for r in train(config(dtype="bfloat16", **kw), progress=False, log=lambda *_: None)[:-1]]
+    assert b16 == pytest.approx(f32, rel=0.02)
+    assert b16 != f32  # it really ran in bf16
+
+
 def test_history_records_what_lesson_04_needs(data_dir):
     from train import train
     h = train(config(max_iters=6, eval_interval=3, out_dir=""), progress=False, log=lambda *_: None)
