@@ -2,7 +2,7 @@
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
     python lessons/reproduce.py live   # ~6 minutes on a 2-core CPU: what lesson 04 can re-run
-    python lessons/reproduce.py full   # the CPU-sized full grid (main runs + width / lr / warmup sweeps)
+    python lessons/reproduce.py full   # the CPU-sized full grid: main runs + width / lr / warmup / length sweeps
 
 Set OMP_NUM_THREADS=1 to run the two scales side by side on a 2-core machine (that is how the committed
 data were made: one core each, so the wall times in the files are single-core times).
