@@ -53,7 +53,10 @@ def plan(scale):
         runs += [(group, dict(main, head=h, seed=1, **knob)) for h in CORE_HEADS]
     runs += [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
     # training length: 4x the steps (the cosine schedule stretches with it), does the order last?
-    return runs + [("steps=1200", dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
+    runs += [("steps=1200", dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
+    # the full GPT-2 vocabulary (ln n = 10.8), and the seed's own example: GPT-2's width and init, d sigma = 15.4
+    runs += [("n=50257", dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
+    return runs + [("d=768 sigma=0.02", dict(main, head=h, seed=1, n_embd=768, emb_std=0.02)) for h in CORE_HEADS]
 
 
 def run_id(group, overrides):

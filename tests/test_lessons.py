@@ -48,3 +48,29 @@ def test_lesson_notebook_is_committed_with_outputs(path):
         "re-run the notebook top to bottom before committing (jupyter nbconvert --execute --inplace)"
     assert not _errors(nb)
     assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure in the outputs"
+
+
+@pytest.mark.parametrize("head", ["tied", "logn"])
+def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypatch):
+    """Lesson 04's data are not just numbers in a file: re-running the recorded config (first 30 of its steps,
+    same lr schedule) gives the recorded val losses again."""
+    import json
+    import shutil
+    import data.prepare as P
+    from conftest import shakespeare_path
+    from train import Config, train
+    if shakespeare_path() is None:
+        pytest.skip("needs Tiny Shakespeare (../shared/data or data/shakespeare/input.txt)")
+    (tmp_path / "shakespeare").mkdir()
+    shutil.copy(shakespeare_path(), tmp_path / "shakespeare" / "input.txt")
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    with open(os.path.join(ROOT, "lessons", "data", "repro_live.json")) as f:
+        run = next(r for r in json.load(f)["runs"] if r["id"] == f"main|{head}|seed=1")
+    recorded = {r["step"]: r["val_loss"] for r in run["history"] if r.get("val_loss") is not None}
+    c = {k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__}
+    c.update(vocab_size=50257, max_iters=30, lr_decay_iters=c["max_iters"], out_dir="")  # corpus vocab re-derives n
+    again = {r["step"]: r["val_loss"] for r in train(Config(**c), progress=False, log=lambda *a: None)
+             if r.get("val_loss") is not None}
+    assert sorted(again) == [0, 15, 30]
+    for step, loss in again.items():
+        assert loss == pytest.approx(recorded[step], rel=1e-3), step
