@@ -2,7 +2,8 @@
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
     python lessons/reproduce.py live   # ~6 minutes on a 2-core CPU: what lesson 04 can re-run
-    python lessons/reproduce.py full   # the CPU-sized full grid: main runs + width / lr / warmup / length sweeps
+    python lessons/reproduce.py full   # the CPU-sized full grid: main runs + width / lr / warmup / length / n sweeps
+    python lessons/reproduce.py gpt2   # the seed's own example, d=768 and sigma=0.02, 3 seeds of the 5 core heads
 
 Set OMP_NUM_THREADS=1 to run the two scales side by side on a 2-core machine (that is how the committed
 data were made: one core each, so the wall times in the files are single-core times).
@@ -31,6 +32,7 @@ from train import Config, train  # noqa: E402
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]  # plus our extensions
 SEEDS = [1, 2, 3]
+SCALES = ("live", "full", "gpt2")
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr")
 
 # Shared settings. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare uses (n = 11,706,
@@ -45,6 +47,9 @@ def plan(scale):
     if scale == "live":
         main = dict(n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
         return [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
+    if scale == "gpt2":  # the seed's own example: GPT-2's width and init (d sigma = 15.4), full's depth and length
+        main = dict(n_layer=2, n_embd=768, emb_std=0.02, max_iters=300, eval_interval=25)
+        return [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
     main = dict(n_layer=2, n_embd=256, max_iters=300, eval_interval=25)
     runs = [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
     sweeps = [("lr=3e-3", dict(lr=3e-3)), ("d=512", dict(n_embd=512)), ("warmup=100", dict(warmup_iters=100)),
@@ -55,15 +60,14 @@ def plan(scale):
     # training length: 4x the steps (the cosine schedule stretches with it), does the order last?
     runs += [("steps=1200", dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
     # the full GPT-2 vocabulary (ln n = 10.8), and the seed's own example: GPT-2's width and init, d sigma = 15.4
-    runs += [("n=50257", dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
-    return runs + [("d=768 sigma=0.02", dict(main, head=h, seed=1, n_embd=768, emb_std=0.02)) for h in CORE_HEADS]
+    return runs + [("n=50257", dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
 
 
 def run_id(group, overrides):
     return f"{group}|{overrides['head']}|seed={overrides['seed']}"
 
 
-def main(scale, path=None, groups=None):
+def main(scale, path=None, groups=None, seeds=None):
     path = path or os.path.join(HERE, "data", f"repro_{scale}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if os.path.exists(path):
@@ -75,7 +79,8 @@ def main(scale, path=None, groups=None):
             processor=platform.processor(), threads=torch.get_num_threads(), device="cpu"))
     repair_recorded_n(result)
     done = {r["id"] for r in result["runs"]}
-    todo = [(g, o) for g, o in plan(scale) if run_id(g, o) not in done and (groups is None or g in groups)]
+    todo = [(g, o) for g, o in plan(scale) if run_id(g, o) not in done and (groups is None or g in groups)
+            and (seeds is None or o["seed"] in seeds)]
     print(f"{scale}: {len(done)} runs done, {len(todo)} to go -> {path}")
     for i, (group, overrides) in enumerate(todo):
         config = Config(**{**BASE, **overrides})
@@ -150,9 +155,10 @@ if __name__ == "__main__":
         merge(args[1], args[2])
         sys.exit(0)
     opts = dict(a[2:].split("=", 1) for a in args[1:] if a.startswith("--") and "=" in a)
-    if not args or args[0] not in ("live", "full") or len(opts) != len(args) - 1 or set(opts) - {"path", "groups"}:
-        print("usage: python lessons/reproduce.py live|full [--groups=G1,G2] [--path=FILE] | merge INTO OTHER",
+    if not args or args[0] not in SCALES or len(opts) != len(args) - 1 or set(opts) - {"path", "groups", "seeds"}:
+        print("usage: python lessons/reproduce.py live|full|gpt2 [--groups=G1,G2] [--seeds=1,2] [--path=FILE] | merge INTO OTHER",
               file=sys.stderr)
         sys.exit(2)
-    # --groups runs only those groups (a second worker, writing to its own --path, merged afterwards)
-    main(args[0], path=opts.get("path"), groups=opts["groups"].split(",") if "groups" in opts else None)
+    # --groups / --seeds run only those (a second worker, writing to its own --path, merged afterwards)
+    main(args[0], path=opts.get("path"), groups=opts["groups"].split(",") if "groups" in opts else None,
+         seeds=[int(s) for s in opts["seeds"].split(",")] if "seeds" in opts else None)
