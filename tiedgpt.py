@@ -363,10 +363,8 @@ class LinearCrossEntropy(torch.autograd.Function):
                 grad_h[i:i + rows] = ((e @ w).float() * scale - w[tgt].float() * vf).to(h.dtype)
                 if need_w:  # dL/dW += e^T (h / (s N)) - onehot(t)^T h / N
                     hs = (hc.float() * scale).to(dt)
-                    if grad_w is None and dt == torch.float32:
-                        grad_w = e.T @ hs
-                    elif grad_w is None:
-                        grad_w = (e.T @ hs).float()
+                    if grad_w is None:
+                        grad_w = (e.T @ hs).float()  # .float() is a no-op in fp32
                     elif dt == torch.float32:
                         grad_w.addmm_(e.T, hs)
                     else:

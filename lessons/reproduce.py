@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import torch  # noqa: E402
 
-from train import Config, train  # noqa: E402
+from train import Config, load_data, train  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]  # plus our extensions
@@ -59,7 +59,7 @@ def plan(scale):
     runs += [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
     # training length: 4x the steps (the cosine schedule stretches with it), does the order last?
     runs += [("steps=1200", dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
-    # the full GPT-2 vocabulary (ln n = 10.8), and the seed's own example: GPT-2's width and init, d sigma = 15.4
+    # the full GPT-2 vocabulary (ln n = 10.8) instead of the corpus's; the seed's own example is the gpt2 scale
     return runs + [("n=50257", dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
 
 
@@ -89,7 +89,7 @@ def main(scale, path=None, groups=None, seeds=None):
         wall = time.time() - t0
         # record the config the model was built from: with vocab='corpus', train() shrinks vocab_size to the
         # corpus's n, and sigma (for logn) and the scale head's c depend on that n
-        model_config = dataclasses.replace(config, vocab_size=history_n(config))
+        model_config = load_data(config, log=lambda *a: None)[0]
         result["runs"].append(dict(
             id=run_id(group, overrides), group=group, head=config.head, seed=config.seed, wall_s=wall,
             config=dataclasses.asdict(model_config),
@@ -102,16 +102,6 @@ def main(scale, path=None, groups=None, seeds=None):
         last = [r for r in history if "val_loss" in r][-1]
         print(f"[{i + 1}/{len(todo)}] {run_id(group, overrides)}: val {last['val_loss']:.3f} "
               f"at step {last['step']} ({wall:.0f} s)", flush=True)
-
-
-def history_n(config):
-    """n as the model saw it: the corpus vocabulary's size, or the full tokenizer's."""
-    if config.vocab == "full":
-        return config.vocab_size
-    from data.prepare import ensure_prepared, load_split
-    import numpy as np
-    ds = ensure_prepared(config.dataset, config.input, log=lambda *a: None)["dataset"]
-    return int(len(np.unique(np.concatenate([load_split(ds, "train"), load_split(ds, "val")]))))
 
 
 def repair_recorded_n(result):
