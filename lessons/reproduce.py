@@ -1,154 +1,263 @@
 """
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
-    python lessons/reproduce.py live   # ~6 minutes on a 2-core CPU: what lesson 04 can re-run
-    python lessons/reproduce.py full   # the CPU-sized full grid: main runs + width / lr / warmup / length / n sweeps
-    python lessons/reproduce.py gpt2   # the seed's own example, d=768 and sigma=0.02, 3 seeds of the 5 core heads
+    python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: re-runs lesson 04's live scale into a
+                                        # fresh folder (out/reproduce/live) and compares it with the committed runs
+    python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
+                                        # warmup + cosine over 1200 steps (~25 single-core minutes a run, 42 runs)
+    python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
+    python lessons/reproduce.py gpt2
 
-Set OMP_NUM_THREADS=1 to run the two scales side by side on a 2-core machine (that is how the committed
-data were made: one core each, so the wall times in the files are single-core times).
+Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds
+runs (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run
+a subset. Each finished run is one JSON file in the folder, written atomically; a restarted script skips the
+runs already there, so an interrupt loses at most the run in progress.
 
-Each finished run is appended to lessons/data/repro_<scale>.json at once (written atomically), and a
-restarted script skips the runs already there, so an interrupted sweep loses at most one run.
-Only the head (and, in the sweeps, the swept knob) differs between runs of a group; the training batches
-come from one data seed for all runs, and the model seed is the run's seed.
+Two workers may share a folder: each run is claimed with an flock on `.<run>.lock` (released when its process
+dies), so on a 2-core CPU `OMP_NUM_THREADS=1` twice side by side is the fastest way through a plan:
+
+    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true &
+    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true &
+
+Seeds. In the d768 scale the run's seed drives both the model init and the training data order
+(data_seed = seed): two seeds differ in both, two heads of one seed differ only in the head, so comparisons
+are paired by seed. The older scales (live, full, gpt2) fixed the data order (data_seed = 0) and varied only the
+init; their plans are kept as they were so that the committed runs can be re-made and compared.
+
+The analysis (what counts as slower, alike, different) is in lessons/analysis.py, written before the d768 data.
 """
 
 import dataclasses
+import fcntl
 import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
 from train import Config, load_data, train  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
-ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]  # plus our extensions
+# bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
+# itself suggests; scale (a learned logit scale) is ours
+ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
 SEEDS = [1, 2, 3]
-SCALES = ("live", "full", "gpt2")
+SCALES = ("live", "full", "gpt2", "d768")
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr")
 
-# Shared settings. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare uses (n = 11,706,
-# ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
+# Shared settings of the older scales. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare
+# uses (n = 11,706, ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
 BASE = dict(dataset="shakespeare", vocab="corpus", n_head=4, block_size=64, batch_size=8, lr=1e-3,
             warmup_iters=0, weight_decay=0.1, grad_clip=1.0, eval_iters=4, log_interval=10, data_seed=0,
             out_dir="", sample_tokens=0)
 
+# The d768 scale: the seed's regime. GPT-2 small's width and head size (12 heads of 64), zero-initialised
+# residual branches (tiedgpt's default), 2 layers (what a CPU affords at this width), warmup then cosine,
+# 1200 steps = 614K tokens = 2 epochs of Tiny Shakespeare's train split, validation on the WHOLE val split
+# (33.8K tokens) every 100 steps. data_seed=None: the run's seed drives the data order too.
+D768 = dict(BASE, n_layer=2, n_embd=768, n_head=12, max_iters=1200, warmup_iters=100, eval_interval=100,
+            eval_iters=8, eval_full_val=True, data_seed=None)
+LOGN_SIGMA = "ln(n)/d"  # emb_std placeholder: logn's sigma, resolved with the corpus's n when the run starts
+
+# Arms: a head, or a head with another init. 'control' is ortho (no self-logit: a random rotation after the
+# norm) at logn's small sigma = ln(n)/d. logn and control share sigma and differ in the self-logit; ortho and
+# control share the head and differ in sigma. So if control lags like logn, the small sigma is the cause.
+ARMS = {h: dict(head=h) for h in ALL_HEADS}
+ARMS["control"] = dict(head="ortho", emb_std=LOGN_SIGMA)
+
 
 def plan(scale):
-    """(group, overrides) pairs, most important first."""
+    """(group, arm, overrides) triples, most important first: a worker takes them in this order."""
     if scale == "live":
-        main = dict(n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
-        return [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
-    if scale == "gpt2":  # the seed's own example: GPT-2's width and init (d sigma = 15.4), full's depth and length
-        main = dict(n_layer=2, n_embd=768, emb_std=0.02, max_iters=300, eval_interval=25)
-        return [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
-    main = dict(n_layer=2, n_embd=256, max_iters=300, eval_interval=25)
-    runs = [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
+        main = dict(BASE, n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
+        return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
+    if scale == "gpt2":  # GPT-2's width and init (d sigma = 15.4), full's depth and length
+        main = dict(BASE, n_layer=2, n_embd=768, emb_std=0.02, max_iters=300, eval_interval=25)
+        return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
+    if scale == "d768":
+        def arms(group, names, seeds, **kw):
+            # the arm's own init (control's ln(n)/d) wins over the group's
+            return [(group, a, dict(D768, **kw, **ARMS[a], seed=s)) for s in seeds for a in names]
+        # logn and the control have sigma = ln(n)/d whatever the other heads use: one set of runs serves both
+        # settings. 1. The primary comparison, seed by seed: logn, the control, and ortho at GPT-2's sigma.
+        runs = []
+        for s in [1, 2, 3, 4, 5]:
+            runs += arms("sigma=ln(n)/d", ["logn", "control"], [s]) + arms("sigma=0.02", ["ortho"], [s], emb_std=0.02)
+        # 2. the rest of the seed's heads at sigma = 0.02, 3 seeds (bert/channel: claim 2 with and without them)
+        runs += arms("sigma=0.02", ["tied", "untied", "shuffle"], SEEDS, emb_std=0.02)
+        runs += arms("sigma=0.02", ["bert", "channel"], SEEDS, emb_std=0.02)
+        # 3. the seed's other common init, sigma = d^-1/2 (d sigma = 27.7), 3 seeds
+        return runs + arms("sigma=d^-1/2", ["ortho", "tied", "untied", "shuffle"], SEEDS)
+    main = dict(BASE, n_layer=2, n_embd=256, max_iters=300, eval_interval=25)
+    runs = [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
     sweeps = [("lr=3e-3", dict(lr=3e-3)), ("d=512", dict(n_embd=512)), ("warmup=100", dict(warmup_iters=100)),
               ("d=128", dict(n_embd=128)), ("lr=3e-4", dict(lr=3e-4))]
     for group, knob in sweeps:
-        runs += [(group, dict(main, head=h, seed=1, **knob)) for h in CORE_HEADS]
-    runs += [("main", dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
-    # training length: 4x the steps (the cosine schedule stretches with it), does the order last?
-    runs += [("steps=1200", dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
-    # the full GPT-2 vocabulary (ln n = 10.8) instead of the corpus's; the seed's own example is the gpt2 scale
-    return runs + [("n=50257", dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
+        runs += [(group, h, dict(main, head=h, seed=1, **knob)) for h in CORE_HEADS]
+    runs += [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
+    runs += [("steps=1200", h, dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
+    return runs + [("n=50257", h, dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
 
 
-def run_id(group, overrides):
-    return f"{group}|{overrides['head']}|seed={overrides['seed']}"
+def run_id(group, arm, seed):
+    return f"{group}|{arm}|seed={seed}"
 
 
-def main(scale, path=None, groups=None, seeds=None):
-    path = path or os.path.join(HERE, "data", f"repro_{scale}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+def config_for(overrides):
+    """The Config of one run, with the ln(n)/d placeholder resolved from the corpus's n."""
+    if overrides.get("emb_std") == LOGN_SIGMA:
+        n = load_data(Config(**{**overrides, "emb_std": None}), log=lambda *a: None)[0].vocab_size
+        overrides = dict(overrides, emb_std=math.log(n) / overrides["n_embd"])
+    return Config(**overrides)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Storage: a folder with one JSON file per run (or, for the older committed scales, one JSON file).
+
+def _file_name(rid):
+    return "".join(ch if ch.isalnum() or ch in "=.-_" else "_" for ch in rid.replace("|", "__")) + ".json"
+
+
+def load_runs(path):
+    """The runs stored at `path`: a folder of per-run JSON files, or one JSON file with a 'runs' list."""
+    if os.path.isdir(path):
+        runs = []
+        for name in sorted(os.listdir(path)):
+            if name.endswith(".json") and not name.startswith("."):
+                with open(os.path.join(path, name)) as f:
+                    runs.append(json.load(f))
+        return runs
     if os.path.exists(path):
         with open(path) as f:
-            result = json.load(f)
-    else:
-        result = dict(scale=scale, base=BASE, runs=[], environment=dict(
-            torch=torch.__version__, python=platform.python_version(), machine=platform.machine(),
-            processor=platform.processor(), threads=torch.get_num_threads(), device="cpu"))
-    repair_recorded_n(result)
-    done = {r["id"] for r in result["runs"]}
-    todo = [(g, o) for g, o in plan(scale) if run_id(g, o) not in done and (groups is None or g in groups)
-            and (seeds is None or o["seed"] in seeds)]
-    print(f"{scale}: {len(done)} runs done, {len(todo)} to go -> {path}")
-    for i, (group, overrides) in enumerate(todo):
-        config = Config(**{**BASE, **overrides})
-        t0 = time.time()
-        history = train(config, progress=False, log=lambda *a: None)
-        wall = time.time() - t0
-        # record the config the model was built from: with vocab='corpus', train() shrinks vocab_size to the
-        # corpus's n, and sigma (for logn) and the scale head's c depend on that n
-        model_config = load_data(config, log=lambda *a: None)[0]
-        result["runs"].append(dict(
-            id=run_id(group, overrides), group=group, head=config.head, seed=config.seed, wall_s=wall,
-            config=dataclasses.asdict(model_config),
-            n=model_config.vocab_size, d=config.n_embd, sigma=model_config.sigma,
-            history=[{k: r[k] for k in KEEP if k in r} for r in history]))
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(result, f)
-        os.replace(tmp, path)
-        last = [r for r in history if "val_loss" in r][-1]
-        print(f"[{i + 1}/{len(todo)}] {run_id(group, overrides)}: val {last['val_loss']:.3f} "
-              f"at step {last['step']} ({wall:.0f} s)", flush=True)
+            return json.load(f)["runs"]
+    return []
 
 
-def repair_recorded_n(result):
-    """Files written before 2026-11-21 recorded config.vocab_size = 50257 and sigma = ln(50257)/d for logn, read
-    before train() shrank n to the corpus's vocabulary; the models themselves used n (the step-0 embedding RMS in
-    the history shows it). Rewrite those two fields from n, once, and say so in the file's notes."""
-    fixed = []
-    for r in result["runs"]:
-        if r["config"]["vocab"] == "corpus" and r["config"]["vocab_size"] != r["n"]:
-            r["config"]["vocab_size"] = r["n"]
-            sigma = Config(**{k: v for k, v in r["config"].items() if k in Config.__dataclass_fields__}).sigma
-            if abs(sigma - r["sigma"]) > 1e-12:
-                fixed.append(f"{r['id']}: sigma {r['sigma']:.4f} -> {sigma:.4f}")
-            r["sigma"] = sigma
-    if fixed:
-        result.setdefault("notes", []).append(
-            "repaired by repair_recorded_n: config.vocab_size was recorded as the tokenizer's 50257 instead of the "
-            "corpus n the model used; sigma recomputed from n for: " + "; ".join(fixed))
-    return result
+def committed_path(scale):
+    """Where the committed runs of a scale live (a folder for d768, one file for the older scales)."""
+    folder = os.path.join(HERE, "data", f"repro_{scale}")
+    return folder if os.path.isdir(folder) or scale == "d768" else folder + ".json"
 
 
-def merge(into, other):
-    """Add the runs of JSON file `other` that `into` lacks (a second worker ran the plan from the end)."""
-    with open(into) as f:
-        a = json.load(f)
-    with open(other) as f:
-        b = json.load(f)
-    have = {r["id"] for r in a["runs"]}
-    a["runs"] += [r for r in b["runs"] if r["id"] not in have]
-    order = {run_id(g, o): i for i, (g, o) in enumerate(plan(a["scale"]))}
-    a["runs"].sort(key=lambda r: order.get(r["id"], len(order)))
-    with open(into + ".tmp", "w") as f:
-        json.dump(a, f)
-    os.replace(into + ".tmp", into)
-    print(f"{into}: {len(a['runs'])} runs")
+def _write_atomic(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def _git_commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=ROOT).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_one(group, arm, overrides, log=print):
+    """Train one run of the plan and return its record (the config the model was built from, its history)."""
+    config = config_for(overrides)
+    t0 = time.time()
+    history = train(config, progress=False, log=lambda *a: None)
+    wall = time.time() - t0
+    # with vocab='corpus', train() shrinks vocab_size to the corpus's n; logn's sigma depends on that n
+    model_config = load_data(config, log=lambda *a: None)[0]
+    vals = [r["val_loss"] for r in history if r.get("val_loss") is not None]
+    return dict(id=run_id(group, arm, config.seed), group=group, arm=arm, head=config.head, seed=config.seed,
+                wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+                git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
+                config=dataclasses.asdict(model_config), n=model_config.vocab_size, d=config.n_embd,
+                sigma=model_config.sigma, best_val=min(vals), last_val=vals[-1],
+                history=[{k: r[k] for k in KEEP + ("eval_train_loss",) if k in r} for r in history])
+
+
+def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=print):
+    """Run the plan's runs that `out` lacks (a subset with groups/seeds/arms); returns the number run."""
+    out = out or os.path.join(ROOT, "out", "reproduce", scale)
+    if os.path.isfile(out):
+        raise SystemExit(f"reproduce.py: --out={out} is a file; give a folder")
+    have = {r["id"] for r in load_runs(out)}
+    if have and not resume:
+        raise SystemExit(f"reproduce.py: {out} already holds {len(have)} runs; add --resume=true to continue "
+                         f"them, or give a new --out=DIR")
+    os.makedirs(out, exist_ok=True)
+    todo = [(g, a, o) for g, a, o in plan(scale) if run_id(g, a, o["seed"]) not in have
+            and (groups is None or g in groups) and (seeds is None or o["seed"] in seeds)
+            and (arms is None or a in arms)]
+    log(f"{scale}: {len(have)} runs in {out}, {len(todo)} to go")
+    done = 0
+    for group, arm, overrides in todo:
+        rid = run_id(group, arm, overrides["seed"])
+        path = os.path.join(out, _file_name(rid))
+        with open(os.path.join(out, "." + _file_name(rid) + ".lock"), "w") as lock:
+            try:  # another worker has this run: take the next one
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            if os.path.exists(path):  # finished by another worker meanwhile
+                continue
+            record = run_one(group, arm, overrides, log)
+            _write_atomic(path, record)
+        done += 1
+        log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "
+            f"({record['wall_s']:.0f} s, {record['threads']} thread(s))")
+    return done
+
+
+def compare_with_committed(scale, out, log=print):
+    """Print, run by run, the new last val loss against the committed one (same id)."""
+    new = {r["id"]: r for r in load_runs(out)}
+    old = {r["id"]: r for r in load_runs(committed_path(scale))}
+    both = sorted(set(new) & set(old))
+    if not both:
+        log(f"no committed {scale} runs to compare with")
+        return None
+    diffs = []
+    for rid in both:
+        a = [h["val_loss"] for h in old[rid]["history"] if h.get("val_loss") is not None][-1]
+        b = [h["val_loss"] for h in new[rid]["history"] if h.get("val_loss") is not None][-1]
+        diffs.append(abs(a - b))
+        log(f"  {rid:28} committed {a:.4f}  now {b:.4f}  diff {b - a:+.5f}")
+    log(f"{len(both)} runs compared with {committed_path(scale)}: largest |diff| {max(diffs):.5f} nats "
+        f"(float rounding differs between machines and thread counts; anything above ~1e-3 is worth a look)")
+    return max(diffs)
+
+
+def _cli(argv):
+    usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768 [--out=DIR] [--resume=true] "
+             "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control]")
+    opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
+    if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \
+            or set(opts) - {"out", "resume", "groups", "seeds", "arms"} \
+            or opts.get("resume", "false").lower() not in ("true", "false"):
+        print(usage, file=sys.stderr)
+        return 2
+    scale = argv[0]
+    try:
+        seeds = [int(s) for s in opts["seeds"].split(",")] if "seeds" in opts else None
+    except ValueError:
+        print(f"reproduce.py: --seeds expects numbers like 1,2, got {opts['seeds']!r}", file=sys.stderr)
+        return 2
+    out = opts.get("out") or os.path.join(ROOT, "out", "reproduce", scale)
+    try:
+        main(scale, out=out, resume=opts.get("resume", "false").lower() == "true", seeds=seeds,
+             groups=opts["groups"].split(",") if "groups" in opts else None,
+             arms=opts["arms"].split(",") if "arms" in opts else None)
+    except SystemExit as e:
+        print(e, file=sys.stderr)
+        return 2
+    if os.path.abspath(out) != os.path.abspath(committed_path(scale)):
+        compare_with_committed(scale, out)
+    return 0
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[:1] == ["merge"] and len(args) == 3:
-        merge(args[1], args[2])
-        sys.exit(0)
-    opts = dict(a[2:].split("=", 1) for a in args[1:] if a.startswith("--") and "=" in a)
-    if not args or args[0] not in SCALES or len(opts) != len(args) - 1 or set(opts) - {"path", "groups", "seeds"}:
-        print("usage: python lessons/reproduce.py live|full|gpt2 [--groups=G1,G2] [--seeds=1,2] [--path=FILE] | merge INTO OTHER",
-              file=sys.stderr)
-        sys.exit(2)
-    # --groups / --seeds run only those (a second worker, writing to its own --path, merged afterwards)
-    main(args[0], path=opts.get("path"), groups=opts["groups"].split(",") if "groups" in opts else None,
-         seeds=[int(s) for s in opts["seeds"].split(",")] if "seeds" in opts else None)
+    sys.exit(_cli(sys.argv[1:]))
