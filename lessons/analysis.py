@@ -32,17 +32,24 @@ The words, for one comparison A - B (alpha = 0.05)
       MARGIN = 0.02 nats: 2% in perplexity, 0.4% of a final loss near 5; smaller than any difference a
       practitioner would choose a fix for, larger than the whole-split measurement noise of a paired difference.
       An interval that excludes 0 and lies inside the margin is "A higher/lower (within the margin)".
+      For the claims below such a pair counts as alike (the margin decides what matters: amended 11:25 UTC,
+      before any d768 run had finished, after the rule tests showed that 3 pairs each 5% likely to be
+      "significant but tiny" would otherwise fail equal arms' equivalence 12% of the time).
     - anything else: "inconclusive". Failing to find a difference is never called "alike".
 
 The claims' verdicts: SUPPORTED / CONTRADICTED / INCONCLUSIVE (or PENDING with too few seeds)
     Fixes compared: the seed's core fixes untied, ortho, shuffle (claim 2 also reported with bert and channel,
     which the seed suggests too, where they were run). k = the number of comparisons in a claim.
     1. statistic early, pairs logn - F for each other fix F.
-       SUPPORTED if logn is "higher" against every F (an intersection-union test: each at alpha, no correction).
-       CONTRADICTED if logn is lower than some F with the Bonferroni interval (level 1 - alpha/k) excluding 0.
+       SUPPORTED if logn is "higher" (beyond the margin) against every F (an intersection-union test: each at
+       alpha, no correction).
+       CONTRADICTED if logn is lower than some F with the Bonferroni interval (level 1 - alpha/k) excluding 0,
+       or "alike" some F (it is then not slower than that fix: amended 2026-11-22 11:20 UTC, before any d768 run
+       had finished).
     2. statistic early, every pair of the other fixes.
        SUPPORTED if every pair is "alike" (intersection-union: each TOST at alpha).
-       CONTRADICTED if some pair differs with the Bonferroni interval (1 - alpha/k) excluding 0.
+       CONTRADICTED if some pair that is not alike differs with the Bonferroni interval (1 - alpha/k)
+       excluding 0.
     3. statistic best, every pair of {logn, untied, ortho, shuffle}: as claim 2.
     4. statistic best, F - tied for every fix F (logn included): SUPPORTED ("no gain") if every F is "alike"
        tied; CONTRADICTED if some F differs from tied (Bonferroni), and the direction says gain or loss.
@@ -50,7 +57,7 @@ The claims' verdicts: SUPPORTED / CONTRADICTED / INCONCLUSIVE (or PENDING with t
 
 The causal control (why logn is slow, if it is)
     control = ortho at logn's sigma = ln(n)/d. logn - control differ only in the self-logit (same sigma);
-    control - ortho (sigma = 0.02) differ only in sigma (same head). On early, with the words above:
+    control - ortho (sigma = 0.02) differ only in sigma (same head). On early, "higher" meaning beyond the margin:
     - "small sigma": control is higher than ortho, and logn is not higher than control.
     - "self-logit":  logn is higher than control, and control is not higher than ortho.
     - "both":        logn higher than control, and control higher than ortho.
@@ -66,3 +73,261 @@ Tests of the rules themselves (tests/test_analysis.py): on synthetic curves wher
 noise, "different" is said at most ~5% of the time (2,000 draws, fixed RNG) and the claims' verdicts are rarely
 wrong; with a planted difference of a few noise units the rules detect it most of the time.
 """
+
+import functools
+import math
+import os
+import sys
+
+import numpy as np
+from scipy import stats
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+ALPHA = 0.05
+MARGIN = 0.02  # nats: the equivalence margin of "alike"
+MIN_SEEDS = 3  # fewer paired seeds than this: "pending"
+CORE_FIXES = ["untied", "ortho", "shuffle"]  # the seed's fixes besides logn
+EXTRA_FIXES = ["bert", "channel"]  # also the seed's suggestions; claim 2 is reported with and without them
+TARGET_FRACTIONS = (0.5, 0.8, 0.95)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Per-run metrics
+
+def arm(run):
+    """The arm a run belongs to (older files have no 'arm': their arm is the head)."""
+    return run.get("arm", run["head"])
+
+
+def val_curve(run):
+    """(steps, val losses) at the run's evaluations."""
+    rows = [r for r in run["history"] if r.get("val_loss") is not None]
+    return np.array([r["step"] for r in rows]), np.array([r["val_loss"] for r in rows])
+
+
+def early(run):
+    """Mean val loss over the evaluations in the first half of training, step 0 excluded (lower = faster)."""
+    steps, vals = val_curve(run)
+    keep = (steps > 0) & (steps <= steps[-1] / 2)
+    return float(vals[keep].mean())
+
+
+def best(run):
+    return float(val_curve(run)[1].min())
+
+
+def last(run):
+    return float(val_curve(run)[1][-1])
+
+
+STATS = {"early": early, "best": best, "last": last}
+
+
+def steps_to_target(run, target):
+    """First step at which the linearly interpolated val curve reaches `target`; inf if it never does."""
+    steps, vals = val_curve(run)
+    if vals[0] <= target:
+        return float(steps[0])
+    for i in range(1, len(steps)):
+        if vals[i] <= target:  # the first crossing: vals[i - 1] > target >= vals[i]
+            return float(steps[i - 1] + (vals[i - 1] - target) / (vals[i - 1] - vals[i]) * (steps[i] - steps[i - 1]))
+    return math.inf
+
+
+def targets(by_arm, n):
+    """The setting's target losses L_q = ln n - q (ln n - L*), L* the worst arm's mean best val."""
+    worst = max(np.mean([best(r) for r in runs.values()]) for runs in by_arm.values() if runs)
+    return {q: math.log(n) - q * (math.log(n) - worst) for q in TARGET_FRACTIONS}
+
+
+# ----------------------------------------------------------------------------------------------------
+# One comparison
+
+@functools.lru_cache(maxsize=None)
+def t_quantile(p, df):
+    return float(stats.t.ppf(p, df))
+
+
+def interval(diffs, level):
+    """Two-sided t interval of the mean of `diffs` at `level` (None with fewer than 2 values):
+    mean +- t(1/2 + level/2, n - 1) * sd / sqrt(n)."""
+    d = np.asarray(diffs, float)
+    if len(d) < 2:
+        return None
+    half = t_quantile(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    return float(d.mean() - half), float(d.mean() + half)
+
+
+def compare(diffs, k=1, margin=MARGIN, alpha=ALPHA):
+    """The word for a paired difference A - B (one value per seed), as the module docstring defines it.
+    k > 1: the comparison is one of k in a claim, and `bonferroni` says whether its 1 - alpha/k interval
+    excludes 0 (what CONTRADICTED needs)."""
+    d = np.asarray(diffs, float)
+    out = dict(n=len(d), mean=float(d.mean()) if len(d) else math.nan, diffs=d.tolist())
+    if len(d) < MIN_SEEDS:
+        return dict(out, word="pending", ci95=interval(d, 1 - alpha), ci90=None, bonferroni=None, alike=False)
+    ci95, ci90, cib = interval(d, 1 - alpha), interval(d, 1 - 2 * alpha), interval(d, 1 - alpha / k)
+    higher, lower = ci95[0] > 0, ci95[1] < 0
+    inside = -margin < ci90[0] and ci90[1] < margin
+    if higher or lower:
+        word = ("A higher" if higher else "A lower") + (" (within the margin)" if inside else "")
+    elif inside:
+        word = "alike"
+    else:
+        word = "inconclusive"
+    bonf = "higher" if cib[0] > 0 else "lower" if cib[1] < 0 else None
+    return dict(out, word=word, ci95=ci95, ci90=ci90, ci_bonferroni=cib, bonferroni=bonf, alike=inside)
+
+
+def paired(a_runs, b_runs, stat):
+    """Per-seed differences stat(A) - stat(B) over the seeds both arms have ({seed: run} dicts)."""
+    f = STATS[stat] if isinstance(stat, str) else stat
+    seeds = sorted(set(a_runs) & set(b_runs))
+    return [f(a_runs[s]) - f(b_runs[s]) for s in seeds]
+
+
+# ----------------------------------------------------------------------------------------------------
+# The claims
+
+def _pairs(names):
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+
+
+def _present(by_arm, names):
+    return [a for a in names if by_arm.get(a)]
+
+
+def claim_slowest(by_arm, fixes=CORE_FIXES, slow="logn", stat="early"):
+    """Claim 1: `slow` converges slowest. Returns dict(verdict, rows) with one row per comparison."""
+    fixes = _present(by_arm, fixes)
+    rows = [dict(a=slow, b=f, **compare(paired(by_arm[slow], by_arm[f], stat), k=len(fixes))) for f in fixes]
+    if not rows or any(r["word"] == "pending" for r in rows):
+        verdict = "PENDING"
+    elif all(r["word"] == "A higher" for r in rows):
+        verdict = "SUPPORTED"
+    elif any(r["bonferroni"] == "lower" or r["alike"] for r in rows):
+        verdict = "CONTRADICTED"
+    else:
+        verdict = "INCONCLUSIVE"
+    return dict(verdict=verdict, stat=stat, rows=rows)
+
+
+def claim_alike(by_arm, names, stat):
+    """Claims 2 and 3: every pair of `names` alike on `stat`."""
+    names = _present(by_arm, names)
+    pairs = _pairs(names)
+    rows = [dict(a=a, b=b, **compare(paired(by_arm[a], by_arm[b], stat), k=len(pairs))) for a, b in pairs]
+    if not rows or any(r["word"] == "pending" for r in rows):
+        verdict = "PENDING"
+    elif all(r["alike"] for r in rows):
+        verdict = "SUPPORTED"
+    elif any(r["bonferroni"] and not r["alike"] for r in rows):
+        verdict = "CONTRADICTED"
+    else:
+        verdict = "INCONCLUSIVE"
+    return dict(verdict=verdict, stat=stat, rows=rows)
+
+
+def claim_no_gain(by_arm, fixes=["logn"] + CORE_FIXES, base="tied", stat="best"):
+    """Claim 4 (the author's reply): no fix ends better than plain tying. Rows are F - tied."""
+    fixes = _present(by_arm, fixes)
+    if not by_arm.get(base):
+        return dict(verdict="PENDING", stat=stat, rows=[])
+    rows = [dict(a=f, b=base, **compare(paired(by_arm[f], by_arm[base], stat), k=len(fixes))) for f in fixes]
+    if not rows or any(r["word"] == "pending" for r in rows):
+        verdict = "PENDING"
+    elif all(r["alike"] for r in rows):
+        verdict = "SUPPORTED"
+    elif any(r["bonferroni"] and not r["alike"] for r in rows):
+        verdict = "CONTRADICTED"
+    else:
+        verdict = "INCONCLUSIVE"
+    return dict(verdict=verdict, stat=stat, rows=rows)
+
+
+def control_verdict(by_arm, stat="early"):
+    """Why logn is slow: the small sigma (control lags like logn) or the tied self-logit (it doesn't)."""
+    if not all(by_arm.get(a) for a in ("logn", "control", "ortho")):
+        return dict(verdict="PENDING", rows=[])
+    lc = dict(a="logn", b="control", **compare(paired(by_arm["logn"], by_arm["control"], stat)))
+    co = dict(a="control", b="ortho", **compare(paired(by_arm["control"], by_arm["ortho"], stat)))
+    if "pending" in (lc["word"], co["word"]):
+        verdict = "PENDING"
+    else:
+        logn_lags, control_lags = lc["word"] == "A higher", co["word"] == "A higher"
+        verdict = {(False, True): "small sigma", (True, False): "self-logit", (True, True): "both",
+                   (False, False): "undecided"}[(logn_lags, control_lags)]
+    return dict(verdict=verdict, stat=stat, rows=[lc, co])
+
+
+def all_claims(by_arm, extra=EXTRA_FIXES):
+    """The four claims and the control on one setting's runs ({arm: {seed: run}})."""
+    out = {"1 logn slowest": claim_slowest(by_arm),
+           "2 other fixes converge alike": claim_alike(by_arm, CORE_FIXES, "early"),
+           "3 all fixes end alike": claim_alike(by_arm, ["logn"] + CORE_FIXES, "best"),
+           "4 no final gain over tied": claim_no_gain(by_arm),
+           "control: why logn is slow": control_verdict(by_arm)}
+    if any(by_arm.get(a) for a in extra):
+        out["2 with bert and channel"] = claim_alike(by_arm, CORE_FIXES + list(extra), "early")
+        out["1 with bert and channel"] = claim_slowest(by_arm, CORE_FIXES + list(extra))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Data: settings of the committed runs
+
+def by_arm(runs):
+    """{arm: {seed: run}}."""
+    out = {}
+    for r in runs:
+        out.setdefault(arm(r), {})[r["seed"]] = r
+    return out
+
+
+D768_SETTINGS = {"sigma=0.02": ("sigma=0.02", "sigma=ln(n)/d"), "sigma=d^-1/2": ("sigma=d^-1/2", "sigma=ln(n)/d")}
+
+
+def settings(scale, runs):
+    """{setting name: {arm: {seed: run}}}. d768: the two sigma settings, each with the shared logn and control
+    runs. Older scales: 'main' (3 seeds) and each single-seed sweep group."""
+    if scale == "d768":
+        return {name: by_arm([r for r in runs if r["group"] in groups]) for name, groups in D768_SETTINGS.items()}
+    groups = sorted({r["group"] for r in runs}, key=lambda g: (g != "main", g))
+    return {g: by_arm([r for r in runs if r["group"] == g]) for g in groups}
+
+
+def trend(values):
+    """A knob's trend: 'increasing'/'decreasing' only with >= 3 values all moving the same way, else
+    'too few points' (2 values) or 'no monotone trend'."""
+    v = np.asarray(values, float)
+    if len(v) < 3:
+        return "too few points"
+    steps = np.diff(v)
+    if (steps > 0).all():
+        return "increasing"
+    if (steps < 0).all():
+        return "decreasing"
+    return "no monotone trend"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Synthetic runs, to test the rules (tests/test_analysis.py) and to show their error rates in lesson 04
+
+def synthetic_runs(effects, seeds, seed_sd=0.03, run_sd=0.01, steps=range(0, 1201, 100), ln_n=9.37,
+                   rng=None, scale="d768", group="sigma=0.02"):
+    """Fake runs whose val curves are one shared curve + a per-seed offset (seed_sd, shared by every arm of a
+    seed: same init draw and data order) + per-run noise (run_sd, at every evaluation) + a planted per-arm
+    shift `effects[arm]` (nats, at every step). Returns a list of run dicts shaped like reproduce.py's."""
+    rng = np.random.default_rng(rng)
+    steps = np.array(list(steps))
+    base = 5.0 + (ln_n - 5.0) * np.exp(-steps / 150)
+    runs = []
+    for s in range(1, seeds + 1):
+        offset = rng.normal(0, seed_sd)
+        for a, e in effects.items():
+            vals = base + offset + e + rng.normal(0, run_sd, len(steps))
+            runs.append(dict(id=f"{group}|{a}|seed={s}", group=group, arm=a, head=a, seed=s,
+                             history=[dict(step=int(t), val_loss=float(v)) for t, v in zip(steps, vals)]))
+    return runs

@@ -1,0 +1,135 @@
+"""lessons/analysis.py: the rules that turn lesson 04's runs into words, tested on data where the truth is known.
+
+A rule that calls equal things "different" 30% of the time, or never finds a real difference, would make the
+lesson's verdicts worthless whatever the experiment. So the rules are run on synthetic curves: every arm equal
+plus seed noise (how often do they cry wolf?) and with a planted difference (how often do they see it?).
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "lessons"))
+import analysis as A  # noqa: E402
+
+ARMS = ["tied", "logn", "untied", "ortho", "shuffle", "control"]
+DRAWS = 2000
+
+
+def verdicts(effects, seeds, draws=DRAWS, rng=0, **kw):
+    """Claim verdicts over many synthetic experiments; a dict claim -> list of verdict words."""
+    rng = np.random.default_rng(rng)
+    out = {}
+    for _ in range(draws):
+        for claim, v in A.all_claims(A.by_arm(A.synthetic_runs(effects, seeds, rng=rng, **kw))).items():
+            out.setdefault(claim, []).append(v["verdict"])
+    return out
+
+
+def rate(words, word):
+    return np.mean([w == word for w in words])
+
+
+def test_a_clear_difference_is_called_higher_and_a_tiny_one_alike():
+    assert A.compare([0.10, 0.11, 0.09])["word"] == "A higher"
+    assert A.compare([-0.10, -0.11, -0.09])["word"] == "A lower"
+    assert A.compare([0.001, -0.001, 0.0005])["word"] == "alike"
+    assert A.compare([0.05, -0.05, 0.04])["word"] == "inconclusive"  # no difference found is NOT "alike"
+    assert A.compare([0.01, 0.0101, 0.0099])["word"] == "A higher (within the margin)"
+
+
+def test_fewer_than_three_seeds_give_no_verdict():
+    assert A.compare([0.1, 0.2])["word"] == "pending"
+    runs = A.synthetic_runs({a: 0.0 for a in ARMS}, seeds=2, rng=0)
+    assert {v["verdict"] for v in A.all_claims(A.by_arm(runs)).values()} == {"PENDING"}
+
+
+def test_confidence_interval_is_the_textbook_t_interval():
+    d = [1.0, 2.0, 3.0]  # mean 2, sd 1, n 3: 2 +- t(0.975, 2) / sqrt(3) = 2 +- 4.303 / 1.732
+    lo, hi = A.interval(d, 0.95)
+    assert (lo, hi) == pytest.approx((2 - 4.3027 / math.sqrt(3), 2 + 4.3027 / math.sqrt(3)), rel=1e-4)
+
+
+def test_equal_arms_are_called_different_about_five_percent_of_the_time():
+    """Under the null (all arms equal, only seed noise), one paired comparison's 95% interval excludes 0 in
+    about 5% of experiments: that is what alpha = 0.05 promises."""
+    rng = np.random.default_rng(1)
+    calls = []
+    for _ in range(DRAWS):
+        by = A.by_arm(A.synthetic_runs({"logn": 0.0, "ortho": 0.0}, seeds=3, rng=rng))
+        calls.append(A.compare(A.paired(by["logn"], by["ortho"], "early"))["word"].startswith("A "))
+    assert 0.03 < np.mean(calls) < 0.07
+
+
+def test_under_the_null_the_claims_are_rarely_decided_wrongly():
+    """All arms equal: 'logn slowest' is (falsely) SUPPORTED and 'alike' claims are (falsely) CONTRADICTED in at
+    most ~5% of experiments, with 3 seeds and with 5."""
+    for seeds in (3, 5):
+        v = verdicts({a: 0.0 for a in ARMS}, seeds, draws=1000, rng=seeds)
+        assert rate(v["1 logn slowest"], "SUPPORTED") <= 0.06
+        assert rate(v["2 other fixes converge alike"], "CONTRADICTED") <= 0.06
+        assert rate(v["3 all fixes end alike"], "CONTRADICTED") <= 0.06
+        assert rate(v["4 no final gain over tied"], "CONTRADICTED") <= 0.06
+        assert rate(v["control: why logn is slow"], "undecided") >= 0.85
+
+
+def test_a_planted_lag_of_logn_is_found_most_of_the_time():
+    """logn 3 noise units slower than every other fix (noise: the sd of a paired difference of `early`; here
+    3 units = 0.052 nats, beyond the 0.02 margin): with 5 seeds, claim 1 is SUPPORTED in most experiments and
+    the control's answer names the right cause."""
+    run_sd = 0.03
+    unit = run_sd * math.sqrt(2 / 6)  # early averages 6 evaluations; a difference has two runs' noise
+    lag = 3 * unit
+    assert lag > A.MARGIN
+    v = verdicts(dict({a: 0.0 for a in ARMS}, logn=lag), seeds=5, draws=500, rng=7, run_sd=run_sd)
+    assert rate(v["1 logn slowest"], "SUPPORTED") >= 0.8
+    assert rate(v["control: why logn is slow"], "self-logit") >= 0.8
+    both = verdicts(dict({a: 0.0 for a in ARMS}, logn=lag, control=lag), seeds=5, draws=500, rng=8, run_sd=run_sd)
+    assert rate(both["control: why logn is slow"], "small sigma") >= 0.8
+
+
+def test_a_planted_final_gain_over_tied_contradicts_the_no_gain_claim():
+    v = verdicts(dict({a: -0.05 for a in ARMS}, tied=0.0), seeds=5, draws=300, rng=9)
+    assert rate(v["4 no final gain over tied"], "CONTRADICTED") >= 0.9
+
+
+def test_truly_equal_arms_with_small_noise_are_called_alike():
+    """Equivalence needs evidence: with noise well below the margin, equal arms are "alike" (TOST) nearly always."""
+    v = verdicts({a: 0.0 for a in ARMS}, seeds=5, draws=300, rng=10, run_sd=0.004)
+    assert rate(v["2 other fixes converge alike"], "SUPPORTED") >= 0.9
+    assert rate(v["1 logn slowest"], "CONTRADICTED") >= 0.9  # alike the others: not the slowest
+
+
+def test_two_points_are_never_a_trend():
+    assert A.trend([1.0, 2.0]) == "too few points"
+    assert A.trend([1.0, 2.0, 3.0]) == "increasing"
+    assert A.trend([3.0, 1.0, 0.5]) == "decreasing"
+    assert A.trend([1.0, 3.0, 2.0]) == "no monotone trend"
+
+
+def test_steps_to_target_interpolates_between_evaluations():
+    run = dict(history=[dict(step=0, val_loss=9.0), dict(step=100, val_loss=7.0), dict(step=200, val_loss=5.0)])
+    assert A.steps_to_target(run, 6.0) == pytest.approx(150.0)
+    assert A.steps_to_target(run, 7.0) == pytest.approx(100.0)
+    assert A.steps_to_target(run, 9.5) == 0.0
+    assert A.steps_to_target(run, 4.0) == math.inf
+
+
+def test_early_is_the_mean_over_the_first_half_without_step_zero():
+    run = dict(history=[dict(step=s, val_loss=float(s)) for s in range(0, 1201, 100)])
+    assert A.early(run) == pytest.approx(np.mean([100, 200, 300, 400, 500, 600]))
+    assert A.best(run) == 0.0 and A.last(run) == 1200.0
+
+
+def test_d768_settings_share_the_logn_and_control_runs():
+    import reproduce
+    runs = [dict(group=g, arm=a, head=o["head"], seed=o["seed"], history=[]) for g, a, o in reproduce.plan("d768")]
+    s = A.settings("d768", runs)
+    for name in ("sigma=0.02", "sigma=d^-1/2"):
+        assert sorted(s[name]["logn"]) == [1, 2, 3, 4, 5] and sorted(s[name]["control"]) == [1, 2, 3, 4, 5]
+        assert {"tied", "untied", "ortho", "shuffle"} <= set(s[name])
+    assert sorted(s["sigma=0.02"]["ortho"]) == [1, 2, 3, 4, 5]  # the primary comparison has 5 seeds
