@@ -331,3 +331,75 @@ def synthetic_runs(effects, seeds, seed_sd=0.03, run_sd=0.01, steps=range(0, 120
             runs.append(dict(id=f"{group}|{a}|seed={s}", group=group, arm=a, head=a, seed=s,
                              history=[dict(step=int(t), val_loss=float(v)) for t, v in zip(steps, vals)]))
     return runs
+
+
+# ----------------------------------------------------------------------------------------------------
+# Loading and tabulating (lesson 04)
+
+def load_scale(scale, path=None):
+    """(runs, missing ids) of a scale: the committed runs (or those at `path`) and the plan's runs they lack."""
+    import reproduce
+    runs = reproduce.load_runs(path or reproduce.committed_path(scale))
+    have = {r["id"] for r in runs}
+    missing = [reproduce.run_id(g, a, o["seed"]) for g, a, o in reproduce.plan(scale)
+               if reproduce.run_id(g, a, o["seed"]) not in have]
+    return runs, missing
+
+
+def stack(runs_by_seed, key="val_loss"):
+    """(steps, seeds, values[seed, step]) of one arm's runs at the steps every run logged `key`."""
+    seeds = sorted(runs_by_seed)
+    per = [{r["step"]: r[key] for r in runs_by_seed[s]["history"] if r.get(key) is not None} for s in seeds]
+    steps = sorted(set.intersection(*(set(p) for p in per))) if per else []
+    return np.array(steps), seeds, np.array([[p[t] for t in steps] for p in per])
+
+
+def gap_curve(a_runs, b_runs, key="val_loss", level=1 - ALPHA):
+    """Paired gap A - B at each step both logged `key`: (steps, mean, lo, hi, n seeds); lo/hi the t interval
+    (NaN with fewer than 2 seeds)."""
+    seeds = sorted(set(a_runs) & set(b_runs))
+    sa, _, va = stack({s: a_runs[s] for s in seeds}, key)
+    sb, _, vb = stack({s: b_runs[s] for s in seeds}, key)
+    steps = np.array(sorted(set(sa.tolist()) & set(sb.tolist())))
+    d = va[:, np.isin(sa, steps)] - vb[:, np.isin(sb, steps)]
+    ci = [interval(d[:, j], level) if len(seeds) >= 2 else None for j in range(len(steps))]
+    lo = np.array([c[0] if c else np.nan for c in ci])
+    hi = np.array([c[1] if c else np.nan for c in ci])
+    return steps, d.mean(0), lo, hi, len(seeds)
+
+
+def fmt_row(r):
+    """One comparison as a line: A - B, mean, 95% interval, the word, and the seeds it rests on."""
+    ci = r.get("ci95")
+    ci = f"[{ci[0]:+.4f}, {ci[1]:+.4f}]" if ci else "[   n/a   ]"
+    return f"{r['a']:>8} - {r['b']:<8} {r['mean']:+.4f}  95% CI {ci}  {r['word']:<28} ({r['n']} seeds)"
+
+
+def claims_report(claims):
+    """The claims of all_claims() as printable lines."""
+    lines = []
+    for name, c in claims.items():
+        lines.append(f"claim {name} [{c.get('stat', '')}]: {c['verdict']}")
+        lines += ["    " + fmt_row(r) for r in c["rows"]]
+    return lines
+
+
+def relative_step(runs_by_seed):
+    """Adam's relative step on the embedding, lr / rms(E), at every logged step: (steps, mean over seeds).
+    Adam moves each entry by about lr per step whatever the gradient's size, so lr / rms(E) is the fraction of
+    the embedding's own size that one step can change."""
+    steps, _, rms = stack(runs_by_seed, "emb_rms")
+    _, _, lr = stack(runs_by_seed, "lr")
+    return steps, (lr / rms).mean(0)
+
+
+def seed_gap_rows(by_arm_, fixes=CORE_FIXES, slow="logn"):
+    """The small-scale map's row for one setting: per seed, logn - mean(other fixes) on early and best, plus
+    the claim-1 word over seeds when there are >= MIN_SEEDS. Uses every seed the setting has."""
+    fixes = _present(by_arm_, fixes)
+    if not by_arm_.get(slow) or not fixes:
+        return None
+    seeds = sorted(set(by_arm_[slow]).intersection(*(set(by_arm_[f]) for f in fixes)))
+    gap = {st: [STATS[st](by_arm_[slow][s]) - np.mean([STATS[st](by_arm_[f][s]) for f in fixes]) for s in seeds]
+           for st in ("early", "best")}
+    return dict(seeds=seeds, gap=gap, early=compare(gap["early"]), best=compare(gap["best"]))
