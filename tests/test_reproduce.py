@@ -1,0 +1,112 @@
+"""lessons/reproduce.py: the experiment runner behind lesson 04 — what it plans, how it stores runs, how it resumes.
+
+The training itself is tested in test_train.py; here every "run" is replaced by a stub (monkeypatched run_one),
+so these tests take well under a second each.
+"""
+import fcntl
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "lessons"))
+import reproduce as R  # noqa: E402
+
+
+def fake_run(group, arm, overrides, log=print):
+    return dict(id=R.run_id(group, arm, overrides["seed"]), group=group, arm=arm, head=overrides["head"],
+                seed=overrides["seed"], wall_s=0.0, threads=1, best_val=5.0, last_val=5.1,
+                history=[dict(step=0, val_loss=9.0), dict(step=10, val_loss=5.1 + 0.001 * overrides["seed"])])
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    monkeypatch.setattr(R, "run_one", fake_run)
+    monkeypatch.setattr(R, "plan", lambda scale: [("main", h, dict(head=h, seed=s)) for s in (1, 2) for h in ("tied", "logn")])
+
+
+def test_a_run_lands_as_its_own_file_and_a_restart_skips_it(stub, tmp_path):
+    assert R.main("live", out=str(tmp_path), log=lambda *a: None) == 4
+    assert len([p for p in os.listdir(tmp_path) if p.endswith(".json") and not p.startswith(".")]) == 4
+    assert R.main("live", out=str(tmp_path), resume=True, log=lambda *a: None) == 0  # nothing left to do
+
+
+def test_rerunning_into_a_folder_that_holds_runs_needs_resume(stub, tmp_path):
+    R.main("live", out=str(tmp_path), log=lambda *a: None)
+    with pytest.raises(SystemExit, match="--resume=true"):
+        R.main("live", out=str(tmp_path), log=lambda *a: None)
+
+
+def test_two_workers_never_train_the_same_run(stub, tmp_path):
+    """A run whose lock another process holds is skipped: two workers on one folder split the plan."""
+    rid = R.run_id("main", "tied", 1)
+    with open(tmp_path / ("." + R._file_name(rid) + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # flock locks are per open file: this one blocks main()'s own open
+        assert R.main("live", out=str(tmp_path), log=lambda *a: None) == 3
+    assert rid not in {r["id"] for r in R.load_runs(str(tmp_path))}
+
+
+def test_a_rerun_is_compared_run_by_run_with_the_committed_one(stub, tmp_path, monkeypatch):
+    old, new = tmp_path / "old", tmp_path / "new"
+    R.main("live", out=str(old), log=lambda *a: None)
+    R.main("live", out=str(new), log=lambda *a: None)
+    monkeypatch.setattr(R, "committed_path", lambda scale: str(old))
+    lines = []
+    assert R.compare_with_committed("live", str(new), log=lines.append) == 0.0
+    assert "4 runs compared" in lines[-1]
+
+
+def test_the_cli_refuses_unknown_flags_with_one_line():
+    p = subprocess.run([sys.executable, "lessons/reproduce.py", "live", "--bogus=1"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2 and "usage" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_d768_plan_is_the_seeds_regime_with_seed_driven_data_order():
+    runs = R.plan("d768")
+    assert len({R.run_id(g, a, o["seed"]) for g, a, o in runs}) == len(runs) == 42
+    for g, a, o in runs:
+        assert o["n_embd"] == 768 and o["max_iters"] >= 1200 and o["warmup_iters"] > 0
+        assert o["data_seed"] is None and o["eval_full_val"]  # the seed drives the data order; the whole val split
+        assert o.get("zero_init_residual", True)
+    sigmas = {(g, a): o.get("emb_std") for g, a, o in runs}
+    assert sigmas[("sigma=0.02", "ortho")] == 0.02 and sigmas[("sigma=d^-1/2", "ortho")] is None
+    assert sigmas[("sigma=ln(n)/d", "control")] == R.LOGN_SIGMA
+    primary = [(a, o["seed"]) for g, a, o in runs[:15]]  # the primary comparison comes first, 5 seeds
+    assert sorted(primary) == sorted((a, s) for a in ("logn", "control", "ortho") for s in range(1, 6))
+
+
+def test_the_control_gets_logns_sigma_from_the_corpus_n():
+    from conftest import shakespeare_path
+    if shakespeare_path() is None:
+        pytest.skip("needs Tiny Shakespeare (../shared/data or data/shakespeare/input.txt) for the corpus's n")
+    g, a, o = next(x for x in R.plan("d768") if x[1] == "control")
+    c = R.config_for(o)
+    logn = R.config_for(next(x for x in R.plan("d768") if x[1] == "logn")[2])
+    n = 11706  # the GPT-2 tokens Tiny Shakespeare uses
+    assert c.head == "ortho" and c.emb_std == pytest.approx(math.log(n) / 768)
+    assert dict(logn.__dict__, vocab_size=n, head="ortho", emb_std=c.emb_std) == dict(c.__dict__, vocab_size=n)
+
+
+def test_committed_d768_runs_were_made_from_the_plan():
+    """Each committed d768 run's recorded config is the one the plan asks for (no run made with other settings)."""
+    runs = R.load_runs(R.committed_path("d768"))
+    if not runs:
+        pytest.skip("no d768 runs committed yet")
+    planned = {R.run_id(g, a, o["seed"]): o for g, a, o in R.plan("d768")}
+    for r in runs:
+        o = planned[r["id"]]
+        c = r["config"]
+        assert (c["n_embd"], c["n_layer"], c["head"], c["eval_full_val"] if "eval_full_val" in c else True) == \
+               (o["n_embd"], o["n_layer"], o["head"], True)
+        assert r["seed"] == o["seed"] and c["seed"] == o["seed"] and c["data_seed"] is None
+        expect = {None: 768 ** -0.5, 0.02: 0.02, R.LOGN_SIGMA: math.log(r["n"]) / 768}[o.get("emb_std")]
+        if o["head"] == "logn":
+            expect = math.log(r["n"]) / 768
+        assert r["sigma"] == pytest.approx(expect)
+        assert len([h for h in r["history"] if h.get("val_loss") is not None]) == 13  # steps 0, 100, ..., 1200
