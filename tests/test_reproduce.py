@@ -110,3 +110,15 @@ def test_committed_d768_runs_were_made_from_the_plan():
             expect = math.log(r["n"]) / 768
         assert r["sigma"] == pytest.approx(expect)
         assert len([h for h in r["history"] if h.get("val_loss") is not None]) == 13  # steps 0, 100, ..., 1200
+
+
+@pytest.mark.slow
+def test_the_live_scale_rerun_reproduces_every_committed_run(tmp_path):
+    """What `python lessons/reproduce.py live` does (about 6 minutes on 2 cores): all 24 live runs trained again
+    into a fresh folder, each final val loss equal to the committed one up to float rounding across machines."""
+    from conftest import shakespeare_path
+    if shakespeare_path() is None:
+        pytest.skip("needs Tiny Shakespeare (../shared/data or data/shakespeare/input.txt)")
+    out = str(tmp_path / "live")
+    assert R.main("live", out=out, log=lambda *a: None) == 24
+    assert R.compare_with_committed("live", out, log=lambda *a: None) < 2e-3
