@@ -56,7 +56,8 @@ class GPTConfig:
     norm_eps: float = 1e-5  # LayerNorm epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
     # Compute the output projection and the cross-entropy together (LinearCrossEntropy below): the same
     # numbers as logits -> F.cross_entropy, without keeping the (B*T) x n logits and their gradient.
-    # forward(idx, targets) then returns logits=None. False gives the textbook path.
+    # Used when the caller asks for no logits (forward(idx, targets, return_logits=False), as train.py does); then
+    # logits=None. False always takes the textbook path.
     fused_loss: bool = True
 
     def __post_init__(self):
@@ -462,14 +463,15 @@ class GPT(nn.Module):
         """h (.., d) -> logits (.., n): the head's transform, then h' . E^T (or h' . W^T)."""
         return self.lm_head(self.head(h))
 
-    def forward(self, idx, targets=None):
-        """As nanoGPT: with targets, the mean cross-entropy (and the logits of every position, unless the
-        fused path is on, which never builds them: logits=None); without, logits for the last position
-        only (all that generation needs). Targets equal to -1 are ignored."""
+    def forward(self, idx, targets=None, return_logits=True):
+        """As nanoGPT: `logits, loss = model(idx, targets)` gives the logits of every position and the mean
+        cross-entropy (targets equal to -1 are ignored); without targets, the logits of the last position only
+        (all that generation needs). train.py passes return_logits=False: then, with config.fused_loss, the
+        loss comes from LinearCrossEntropy, which never builds the (B*T) x n logits, and logits is None."""
         h = self.hidden(idx)
         if targets is None:
             return self.logits(h[:, [-1], :]), None
-        if self.config.fused_loss:
+        if self.config.fused_loss and not return_logits:
             return None, LinearCrossEntropy.apply(self.head(h), self.lm_head.weight, targets,
                                                   torch.is_grad_enabled())
         logits = self.logits(h)

@@ -146,7 +146,7 @@ def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut
             xy = lut[xy]
         xy = torch.from_numpy(xy).to(device)
         with autocast:
-            loss = model(xy[:, :-1], xy[:, 1:])[1]
+            loss = model(xy[:, :-1], xy[:, 1:], return_logits=False)[1]
         total += loss.float().item() * len(s)
     return total / n_win
 
@@ -349,7 +349,7 @@ def train(c, progress=True, log=print):
             for _ in range(c.eval_iters):
                 x, y = get_batch(data, c.batch_size, c.block_size, g, lut=lut)
                 with autocast:
-                    losses.append(raw_model(x.to(device), y.to(device))[1])
+                    losses.append(raw_model(x.to(device), y.to(device), return_logits=False)[1])
             out[split] = torch.stack(losses).mean().item()
         raw_model.train()
         return out
@@ -410,7 +410,7 @@ def train(c, progress=True, log=print):
             for group in optimizer.param_groups:
                 group["lr"] = lr
             with autocast:
-                _, loss = model(x.to(device, non_blocking=True), y.to(device, non_blocking=True))
+                _, loss = model(x.to(device, non_blocking=True), y.to(device, non_blocking=True), return_logits=False)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             logging_now = bool(row) or step % c.log_interval == 0
@@ -492,7 +492,7 @@ def bench(c, log=print):
     def step():
         x, y = get_batch(data, c.batch_size, c.block_size, gen, lut=lut)
         with autocast:
-            _, loss = step_model(x.to(device), y.to(device))
+            _, loss = step_model(x.to(device), y.to(device), return_logits=False)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if c.grad_clip > 0:

@@ -1,5 +1,6 @@
 """What tiedgpt.py promises, one test per idea. Read the names top to bottom: they are the lesson."""
 import math
+import os
 
 import pytest
 import torch
@@ -68,8 +69,10 @@ def test_every_head_returns_logits_of_the_right_shape(head):
     x = torch.randint(0, 97, (3, 16))
     logits, loss = m(x, x)
     assert logits.shape == (3, 16, 97) and loss.ndim == 0 and torch.isfinite(loss)
-    m.config.fused_loss = True  # the fused path never builds the logits
-    logits, loss = m(x, x)
+    m.config.fused_loss = True  # the default still hands back logits (nanoGPT's contract) ...
+    logits2, loss2 = m(x, x)
+    assert torch.equal(logits2, logits) and torch.equal(loss2, loss)
+    logits, loss = m(x, x, return_logits=False)  # ... and only train.py's explicit request skips building them
     assert logits is None and torch.isfinite(loss)
     logits, loss = m(x)  # inference: last position only
     assert logits.shape == (3, 1, 97) and loss is None
@@ -165,14 +168,14 @@ def test_fused_head_and_loss_match_the_textbook_path(head):
     plain.load_state_dict(fused.state_dict())
     x, y = torch.randint(0, 1000, (4, 16)), torch.randint(0, 1000, (4, 16))
     y[0, :5] = -1
-    lf, lp = fused(x, y)[1], plain(x, y)[1]
+    lf, lp = fused(x, y, return_logits=False)[1], plain(x, y)[1]
     lf.backward()
     lp.backward()
     torch.testing.assert_close(lf, lp, rtol=1e-6, atol=1e-6)
     for (name, a), b in zip(fused.named_parameters(), plain.parameters()):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-7, msg=name)
     with torch.no_grad():  # evaluation takes the same path without computing gradients
-        torch.testing.assert_close(fused(x, y)[1], lp, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(fused(x, y, return_logits=False)[1], lp, rtol=1e-6, atol=1e-6)
 
 
 def test_fused_loss_gives_the_same_answer_in_any_number_of_chunks(monkeypatch):
@@ -205,7 +208,7 @@ def test_fused_loss_under_bf16_autocast_matches_the_textbook_path():
     plain.load_state_dict(fused.state_dict())
     x, y = torch.randint(0, 1000, (4, 16)), torch.randint(0, 1000, (4, 16))
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        lf, lp = fused(x, y)[1], plain(x, y)[1]
+        lf, lp = fused(x, y, return_logits=False)[1], plain(x, y)[1]
     lf.backward()
     lp.backward()
     assert lf.dtype == torch.float32 and fused.lm_head.weight.grad.dtype == torch.float32
@@ -224,7 +227,7 @@ def test_fused_loss_keeps_a_short_training_curve_unchanged():
         curve = []
         for _ in range(20):
             x, y = torch.randint(0, 500, (4, 16), generator=g), torch.randint(0, 500, (4, 16), generator=g)
-            loss = m(x, y)[1]
+            loss = m(x, y, return_logits=False)[1]
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -348,3 +351,16 @@ def test_generate_returns_tokens_in_range():
 def test_sequence_longer_than_block_size_is_refused():
     with pytest.raises(ValueError, match="exceeds block_size"):
         tiny()(torch.zeros(1, 17, dtype=torch.long))
+
+
+def test_the_readme_model_snippet_runs_as_pasted():
+    """The README's first code block is what a student pastes first: it must run, and give real logits."""
+    import re
+    from conftest import ROOT
+    with open(os.path.join(ROOT, "README.md")) as f:
+        block = re.search(r"## The model\s+```python\n(.*?)```", f.read(), re.S).group(1)
+    scope = {}
+    exec(block, scope)
+    logits, loss = scope["logits"], scope["loss"]
+    assert logits is not None and logits.shape[-1] == scope["model"].config.vocab_size
+    assert torch.isfinite(loss)
