@@ -8,10 +8,12 @@ or several GPUs (or CPU processes) with DistributedDataParallel:
 
     torchrun --standalone --nproc_per_node=4 train.py --head=ortho
 
-Every field of Config is a --key=value flag (python train.py --help lists them). Output goes to out_dir:
-config.json (the resolved config and the environment), metrics.jsonl (one row per logged step) and
-ckpt.pt (model + optimizer + RNG states + step, written atomically). --resume=True continues from
-ckpt.pt; a SIGKILL loses only the steps since the last checkpoint, and Ctrl-C saves one before exiting.
+Every field of Config is a --key=value flag (python train.py --help lists them). Output goes to out_dir
+(default out/<head>): config.json (the resolved config and the environment), metrics.jsonl (one row per
+logged step) and ckpt.pt (model + optimizer + RNG states + step, written atomically; tensors and plain values
+only, read back with weights_only=True). --resume=true continues from ckpt.pt; a SIGKILL loses only the steps
+since the last checkpoint, and Ctrl-C saves one before exiting. A folder holding an earlier run's checkpoint
+is never overwritten silently (--resume=true or --overwrite=true), and one folder serves one run at a time.
 
 From Python (notebooks): `from train import Config, train; history = train(Config(head="logn"))`.
 """
@@ -33,7 +35,7 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from data.prepare import ensure_prepared, get_encoding, load_split
-from tiedgpt import GPT, GPTConfig
+from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
 
 MODEL_FIELDS = [f.name for f in fields(GPTConfig)]
 PEAK_TFLOPS = 790.0  # measured bf16 dense matmul peak of an H100/H200; MFU on a GPU is reported against it
@@ -77,18 +79,34 @@ class Config(GPTConfig):
     seed: int = 1337  # model init (and dropout)
     data_seed: int = None  # training batches; None: same as seed. Fix it to give every run the same data
     # system
-    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    device: str = "auto"  # auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N | mps (Apple GPUs; untested here)
     dtype: str = "auto"  # auto (bfloat16 on GPUs that support it, else float32) | float32 | bfloat16
     compile: bool = False  # torch.compile the model
-    out_dir: str = "out"  # '' writes nothing (handy in notebooks)
+    # where config.json, metrics.jsonl and ckpt.pt go. None: out/<head>, so runs of different heads never
+    # share a folder. '' writes nothing (handy in notebooks). A folder that holds an earlier run's checkpoint
+    # is refused unless resume (continue it) or overwrite (replace it) says what to do with it.
+    out_dir: str = None
     resume: bool = False  # continue from out_dir/ckpt.pt
+    overwrite: bool = False  # start afresh in an out_dir that holds an earlier run's checkpoint, replacing it
     sample_tokens: int = 100  # printed at the end; 0 to skip
     bench: int = 0  # > 0: time this many training steps (after 2 warm-up steps), print speed and memory, exit
     bench_baseline: bool = False  # with bench: also time the nanoGPT-style path of the same shape, print ratios
     bench_profile: bool = False  # with bench: run the timed steps under torch.profiler and print the top ops
 
     def __post_init__(self):
+        for f in fields(self):  # NaN or inf can't mean anything for any setting here
+            v = getattr(self, f.name)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"{f.name} must be a finite number, got {v}")
         super().__post_init__()
+        if self.out_dir is None:
+            self.out_dir = os.path.join("out", self.head)
+        if not self.norm_eps > 0:
+            raise ValueError(f"norm_eps must be > 0, got {self.norm_eps}")
+        for name in ("seed", "data_seed"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v < 2 ** 63:
+                raise ValueError(f"{name} must be in [0, 2**63), got {v}")
         for name in ("batch_size", "eval_iters", "log_interval", "eval_interval"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -102,13 +120,54 @@ class Config(GPTConfig):
             raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
             raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
+        if self.dtype == "float16":
+            raise ValueError("dtype float16 is not supported: its narrow range needs loss scaling (a GradScaler), "
+                             "which this code leaves out; use bfloat16 (same speed on GPUs that have it) or float32")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
-        if self.device != "auto" and not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if self.device not in ("auto", "cpu", "mps") and not self.device.startswith("cuda"):
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        if self.resume and self.overwrite:
+            raise ValueError("resume and overwrite contradict each other: continue the run, or replace it")
 
     def model_config(self):
         return GPTConfig(**{k: getattr(self, k) for k in MODEL_FIELDS})
+
+
+# One line per flag for --help: what it does and the values it takes (the dataclass comments say more).
+HELP = dict(
+    vocab_size="n, the vocabulary (50257: GPT-2's BPE; vocab=corpus sets it from the data)",
+    block_size="context length T in tokens",
+    n_layer="transformer blocks", n_head="attention heads (n_embd must divide evenly)", n_embd="width d",
+    dropout="dropout probability in [0, 1)", bias="biases in Linear layers and norms (true|false)",
+    head="output head: " + " | ".join(HEADS),
+    emb_std="sigma, the embedding's init std (None: d**-0.5; GPT-2 used 0.02); logn sets its own",
+    zero_init_residual="residual branches start at zero, so a fresh model is the 2-gram model (true|false)",
+    pos="positions: " + " | ".join(POSITIONS),
+    channel_groups="groups of the 'channel' head's shuffle", norm_eps="LayerNorm epsilon (> 0)",
+    fused_loss="compute head + cross-entropy together without building the logits (true|false)",
+    dataset="shakespeare | pydoc_topics (or use --input)", input="any UTF-8 text file to train on",
+    vocab="full (all 50257 tokens) | corpus (only the tokens the data use: smaller n, faster)",
+    batch_size="sequences per step, over all processes", max_iters="training steps",
+    lr="peak learning rate (> 0)", min_lr="final learning rate of the cosine (None: lr/10)",
+    warmup_iters="linear warmup steps", lr_decay_iters="steps of the cosine decay (None: max_iters)",
+    weight_decay="AdamW weight decay (>= 0)", beta1="AdamW beta1 in [0, 1)", beta2="AdamW beta2 in [0, 1)",
+    grad_clip="clip the gradient norm to this (0: off)",
+    fused_adamw="torch's fused AdamW (true) or the foreach one (false); same numbers",
+    eval_interval="steps between evaluations and checkpoints", eval_iters="batches per loss estimate",
+    eval_full_val="val loss over the whole val split instead of eval_iters batches (true|false)",
+    log_interval="steps between logged rows", seed="init seed, in [0, 2**63)",
+    data_seed="batch-order seed (None: the same as seed)",
+    device="auto | cpu | cuda | cuda:N | mps", dtype="auto | float32 | bfloat16 (float16 is refused: see README)",
+    compile="torch.compile the model (true|false)",
+    out_dir="folder for config.json, metrics.jsonl, ckpt.pt (None: out/<head>; '': write nothing)",
+    resume="continue from out_dir/ckpt.pt (true|false)",
+    overwrite="replace an earlier run's checkpoint in out_dir (true|false)",
+    sample_tokens="tokens of text to print at the end (0: none)",
+    bench="time this many steps, print speed and memory, exit (0: train)",
+    bench_baseline="with bench: also time the nanoGPT-style path and print ratios (true|false)",
+    bench_profile="with bench: print torch.profiler's costliest ops (true|false)",
+)
 
 
 class TrainingError(RuntimeError):
@@ -177,12 +236,19 @@ def lr_at(it, c):
 def setup_device(c, local_rank=0, ddp=False):
     """The torch.device, the compute dtype's name and the autocast context that Config c asks for.
     Under torchrun each process takes the GPU of its LOCAL_RANK."""
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if c.device == "auto":
-        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "mps" if mps and not ddp else "cpu"
     elif c.device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
         device = f"cuda:{local_rank}" if ddp else c.device
+    elif c.device == "mps":  # Apple silicon. Untested by this project (no such machine): float32, foreach AdamW
+        if not mps:
+            raise ValueError("device=mps but this machine has no usable Apple GPU (torch.backends.mps); use --device=cpu")
+        if ddp:
+            raise ValueError("device=mps runs one process; torchrun needs cuda or cpu")
+        device = "mps"
     else:
         device = "cpu"
     device = torch.device(device)
@@ -218,7 +284,8 @@ def make_optimizer(model, c):
               dict(params=[p for p in params if p.dim() < 2], weight_decay=0.0)]
     # fused: one kernel per tensor updates p, m and v in a single pass (on a 2-core CPU ~4x faster than the
     # foreach implementation over the 12.9M-entry embedding); same update within float rounding
-    impl = dict(fused=True) if c.fused_adamw else dict(foreach=True)
+    on_mps = any(p.device.type == "mps" for p in params)  # keep Apple GPUs on the long-supported foreach path
+    impl = dict(fused=True) if c.fused_adamw and not on_mps else dict(foreach=True)
     return torch.optim.AdamW(groups, lr=c.lr, betas=(c.beta1, c.beta2), **impl)
 
 
@@ -231,33 +298,129 @@ def flops_per_token(model):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Checkpoints
+# Checkpoints. A checkpoint is data, never code: it holds only tensors and plain Python values (dicts,
+# lists, numbers, strings), and it is read with torch.load(weights_only=True), which refuses anything else.
+# So a ckpt.pt from a classmate can't run code on your machine (tested with a booby-trapped pickle).
 
-def save_checkpoint(path, model, optimizer, step, config, gen):
+CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_rng", "tokens", "loss_sum", "n_summed")
+
+
+def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0):
+    """Write ckpt.pt atomically: to ckpt.pt.tmp, then rename. A kill or a full disk mid-write leaves the previous
+    checkpoint intact (and the .tmp is removed). `data` identifies the dataset (see data_identity); tokens,
+    loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have."""
     state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=step,
-                 config=dataclasses.asdict(config), data_rng=gen.get_state(),
-                 torch_rng=torch.get_rng_state(),
+                 config=dataclasses.asdict(config), data=data, data_rng=gen.get_state(),
+                 torch_rng=torch.get_rng_state(), tokens=int(tokens), loss_sum=float(loss_sum),
+                 n_summed=int(n_summed),
                  cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
     tmp = path + ".tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise TrainingError(f"could not write the checkpoint {path}: {e.strerror or e} "
+                            f"(the previous checkpoint, if any, is kept)") from None
 
 
-def load_checkpoint(path, config):
-    """Load ckpt.pt, refusing one that is corrupt or was made for another model."""
+def load_checkpoint(path, config, data=None):
+    """Load ckpt.pt, refusing one that is corrupt, is not a tiedgpt checkpoint (anything but tensors and plain
+    values, such as a pickle that would run code), was made for another model, or on other data."""
     if not os.path.exists(path):
         raise TrainingError(f"--resume: no checkpoint at {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        saved = state["config"]
-    except Exception as e:
-        raise TrainingError(f"--resume: {path} is not a readable checkpoint ({type(e).__name__}: {e})")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # weights_only refuses globals (code) with an UnpicklingError, as it does bad bytes
+        import re
+        code = re.search(r"(?:[Uu]nsupported global:|unsupported) GLOBAL (\S+)", str(e))
+        why = (f"it asks to load {code.group(1)}, which is code, not data: refused, nothing was run" if code
+               else "corrupt, or not a file torch.save wrote")
+        raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint ({why})") from None
+    if not isinstance(state, dict) or any(k not in state for k in CKPT_KEYS) or not isinstance(state["config"], dict):
+        raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (made by another program, or by an "
+                            f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
+    saved = state["config"]
     same_weights = ("dropout", "fused_loss")  # may change between runs: they don't change the weights' meaning
     diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
             if k not in same_weights and saved.get(k) != getattr(config, k)]
     if diff:
         raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
+    if data is not None and state["data"] != data:
+        diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in data.items() if state["data"].get(k) != v]
+        raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
+                            f"silently fine-tune it on this data. Start a new run with another --out_dir instead")
     return state
+
+
+def data_identity(c, meta, train_data, val_data, ids):
+    """What a checkpoint's weights mean depends on the data: the dataset, its source text's sha256, its token
+    counts, and (vocab='corpus') which GPT-2 tokens the rows of E stand for."""
+    import hashlib
+    return dict(dataset=meta["dataset"], source_sha256=meta.get("sha256"), train_tokens=int(len(train_data)),
+                val_tokens=int(len(val_data)), vocab=c.vocab,
+                vocab_ids_sha256=None if ids is None else hashlib.sha256(np.asarray(ids, np.int64).tobytes()).hexdigest())
+
+
+def claim_out_dir(c):
+    """Make out_dir and hold an exclusive lock on it (out_dir/.lock) for the run's life: a second run on the same
+    folder is refused instead of overwriting the first's files. Also refuses a fresh run over an earlier run's
+    checkpoint (resume or overwrite must say what to do with it) and the source tree itself. Returns the open
+    lock file (closing it releases the lock; so does the process ending, however it ends)."""
+    import fcntl
+    d = c.out_dir
+    if os.path.exists(os.path.join(d, "tiedgpt.py")):
+        raise ValueError(f"out_dir={d!r} is the source tree; give a folder of its own (default: out/<head>)")
+    if os.path.exists(d) and not os.path.isdir(d):
+        raise ValueError(f"out_dir={d!r} is a file, not a folder")
+    try:
+        os.makedirs(d, exist_ok=True)
+        lock = open(os.path.join(d, ".lock"), "a+")
+    except OSError as e:
+        raise ValueError(f"out_dir={d!r} can't be used: {e.strerror or e}") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        other = lock.read().strip() or "?"
+        lock.close()
+        raise TrainingError(f"out_dir={d!r} is in use by another run (pid {other}); wait for it to finish, "
+                            f"or give this run another --out_dir") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    ckpt = os.path.join(d, "ckpt.pt")
+    if os.path.exists(ckpt) and not c.resume and not c.overwrite:
+        lock.close()
+        raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
+                            f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
+    return lock
+
+
+def estimate_memory(c):
+    """Rough bytes a training step needs: 16 per parameter (weight, gradient, AdamW's two moments, fp32), the
+    activations kept for backward (about 34 d + 5 T n_head floats per token per layer), and the output head's
+    buffer (the fused path's chunk, or the textbook path's logits, their softmax and gradient)."""
+    from tiedgpt import LinearCrossEntropy
+    d, n, L, T = c.n_embd, c.vocab_size, c.n_layer, c.block_size
+    params = n * d * (1 if c.head != "untied" else 2) + L * 12 * d * d + 2 * d * d
+    tokens = c.batch_size * T
+    acts = tokens * L * (34 * d + 5 * T * c.n_head) * 4
+    head = LinearCrossEntropy.CHUNK_ELEMENTS * 4 if c.fused_loss else 3 * tokens * n * 4
+    return 16 * params + acts + head
+
+
+def available_memory():
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -277,7 +440,18 @@ def train(c, progress=True, log=print):
     """Train per Config c and return the history: a list of dicts, one per logged step, with step,
     tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, time, and at
     evaluations val_loss and eval_train_loss (means over fixed batches). Raises TrainingError on
-    divergence or a bad checkpoint, ValueError on impossible settings."""
+    divergence, a bad checkpoint or a busy out_dir, ValueError on impossible settings.
+    The out_dir is locked for the run's life (see claim_out_dir)."""
+    master = int(os.environ.get("RANK", 0)) == 0
+    lock = claim_out_dir(c) if master and c.out_dir else None
+    try:
+        return _train(c, progress, log)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _train(c, progress, log):
     # -- processes and devices
     ddp = int(os.environ.get("RANK", -1)) != -1
     if ddp:
@@ -297,6 +471,11 @@ def train(c, progress=True, log=print):
     # -- data
     c, meta, train_data, val_data, ids, lut = load_data(c, log)
     dataset = meta["dataset"]
+    data_id = data_identity(c, meta, train_data, val_data, ids)
+    need, have = estimate_memory(c), available_memory()
+    if device.type == "cpu" and have is not None and need > have:
+        raise ValueError(f"this run needs about {need / 2 ** 30:.1f} GiB but only {have / 2 ** 30:.1f} GiB of memory is "
+                         f"available; lower n_embd, n_layer, batch_size or block_size (or use --vocab=corpus)")
 
     # -- model, optimizer, and (on --resume) their saved state
     torch.manual_seed(c.seed)
@@ -304,12 +483,13 @@ def train(c, progress=True, log=print):
     optimizer = make_optimizer(model, c)
     gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
     step, history = 0, []
+    tokens_seen, resumed_sum, resumed_n = 0, 0.0, 0  # a checkpoint carries these over (see save_checkpoint)
     ckpt_path = os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None
     metrics_path = os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None
     if c.resume:
         if not c.out_dir:
             raise ValueError("--resume needs an out_dir")
-        state = load_checkpoint(ckpt_path, c)
+        state = load_checkpoint(ckpt_path, c, data_id)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         gen.set_state(state["data_rng"])
@@ -317,12 +497,12 @@ def train(c, progress=True, log=print):
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         step = state["step"]
+        tokens_seen, resumed_sum, resumed_n = state["tokens"], state["loss_sum"], state["n_summed"]
         if os.path.exists(metrics_path):  # keep the rows up to the checkpoint; later ones will be redone
             with open(metrics_path) as f:
                 history = [r for r in map(json.loads, f) if r["step"] < step]
         log(f"resumed from {ckpt_path} at step {step}")
     if master and c.out_dir:
-        os.makedirs(c.out_dir, exist_ok=True)
         with open(os.path.join(c.out_dir, "config.json"), "w") as f:
             json.dump(dict(config=dataclasses.asdict(c), dataset=meta,
                            environment=environment(device, world)), f, indent=2)
@@ -355,8 +535,13 @@ def train(c, progress=True, log=print):
         return out
 
     def checkpoint(at):
+        total = loss_sum.clone()  # the losses summed since the last row: the global batch's, as logged
+        if ddp:
+            dist.all_reduce(total)
+            total /= world
         if master and ckpt_path:
-            save_checkpoint(ckpt_path, raw_model, optimizer, at, c, gen)
+            save_checkpoint(ckpt_path, raw_model, optimizer, at, c, gen, data_id, tokens_seen,
+                            total.item(), n_summed)
 
     # Ctrl-C (SIGINT) and SIGTERM only raise a flag; the loop saves a checkpoint between two steps and stops
     stop = []
@@ -370,16 +555,27 @@ def train(c, progress=True, log=print):
     log(f"{raw_model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
         f"| {dataset} ({meta['corpus']}) on {device}, {dtype}, {world} process(es)")
+    if step == 0:  # what the step-0 line should show: that comparison is lesson 01's puzzle
+        r = meta.get("repeat_fraction", 0.0)
+        log(f"expect at step 0: loss ~ {predicted_initial_loss(c.model_config(), r):.2f} for head={c.head} "
+            f"(theory with repeat rate r={r:.3f}; uniform guessing would be ln(n) = {math.log(c.vocab_size):.2f})")
     wte = raw_model.transformer.wte.weight
     tokens_per_step = c.batch_size * c.block_size
     fpt = flops_per_token(raw_model)
     start_step = step
     # Losses stay on the device between log steps: no host sync per step.
-    loss_sum, n_summed = torch.zeros((), device=device), 0
+    # A resumed run restarts these from the checkpoint: its first row then averages the same steps as the
+    # uninterrupted run's.
+    loss_sum, n_summed = torch.tensor(resumed_sum, device=device), resumed_n
     first_bad = torch.full((), -1, device=device, dtype=torch.long)
     t0 = t_last = time.time()
     step_last = step
-    bar = tqdm(total=c.max_iters, initial=step, disable=not (progress and master), dynamic_ncols=True)
+    # The bar redraws one line with carriage returns: right for a terminal or a notebook, unreadable in a log
+    # file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line instead.
+    interactive = sys.stdout.isatty() or "ipykernel" in sys.modules
+    bar = tqdm(total=c.max_iters, initial=step, disable=not (progress and master and interactive),
+               dynamic_ncols=True)
+    plain = progress and master and bar.disable
     say = bar.write if not bar.disable else log
     try:
         while True:
@@ -387,6 +583,9 @@ def train(c, progress=True, log=print):
             # loss and gradient computed with them in iteration `step`.
             row = {}
             if step % c.eval_interval == 0 or step == c.max_iters:
+                if (bad := first_bad.item()) >= 0:  # a step since the last log went non-finite: name it
+                    raise TrainingError(f"non-finite loss at step {bad}; stopping"
+                                        + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
                 if master:
                     losses = evaluate()
                     if not all(map(math.isfinite, losses.values())):
@@ -423,6 +622,7 @@ def train(c, progress=True, log=print):
             first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss), step, first_bad)
             loss_sum += loss
             n_summed += 1
+            tokens_seen += tokens_per_step
             if logging_now:
                 if (bad := first_bad.item()) >= 0:
                     raise TrainingError(f"non-finite loss at step {bad}; stopping"
@@ -432,7 +632,7 @@ def train(c, progress=True, log=print):
                     loss_sum /= world
                 now = time.time()
                 tok_s = (step + 1 - step_last) * tokens_per_step / max(now - t_last, 1e-9)
-                row.update(step=step, tokens=(step + 1) * tokens_per_step,
+                row.update(step=step, tokens=tokens_seen,
                            train_loss=(loss_sum / n_summed).item(), lr=lr,
                            grad_norm=None if grad_norm is None else grad_norm.item(),
                            emb_grad_norm=emb_grad_norm.item(), emb_rms=wte.detach().pow(2).mean().sqrt().item(),
@@ -441,6 +641,8 @@ def train(c, progress=True, log=print):
                 if device.type == "cuda":
                     postfix["mfu"] = f"{100 * fpt * tok_s / (PEAK_TFLOPS * 1e12):.1f}%"
                 bar.set_postfix(postfix, refresh=False)
+                if plain:
+                    log(f"step {step}/{c.max_iters}: loss {row['train_loss']:.4f}, {tok_s:,.0f} tokens/s")
                 loss_sum.zero_()
                 n_summed, t_last, step_last = 0, now, step + 1
                 if master:
@@ -580,9 +782,10 @@ def parse_args(argv):
     kw = {}
     for arg in argv:
         if arg in ("-h", "--help"):
-            print(__doc__.strip() + "\n\nflags (default):")
+            print(__doc__.strip() + "\n\nflags (--key=value, default shown):")
+            width = max(len(f"--{f.name}={f.default}") for f in fields(Config))
             for f in fields(Config):
-                print(f"  --{f.name}={f.default}")
+                print(f"  {f'--{f.name}={f.default}':{width}}  {HELP.get(f.name, '')}")
             sys.exit(0)
         key, eq, val = arg[2:].partition("=")
         if not arg.startswith("--") or not eq:
@@ -598,7 +801,7 @@ def _convert(key, val, field):
     if val.lower() == "none" and default is None:
         return None
     kind = {"emb_std": float, "min_lr": float, "lr_decay_iters": int, "data_seed": int,
-            "input": str}.get(key, type(default))
+            "input": str, "out_dir": str}.get(key, type(default))
     if kind is bool:
         if val.lower() in ("true", "1", "yes"):
             return True
@@ -632,6 +835,15 @@ def main(argv):
         return 1
     except KeyboardInterrupt:
         return 130
+    except OSError as e:  # a disk that filled up or a folder that vanished while writing metrics or config
+        print(f"train.py: could not write {e.filename or 'a file'}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        if "memory" not in str(e).lower():
+            raise
+        print(f"train.py: out of memory ({str(e).strip().splitlines()[0][:100]}); lower batch_size, block_size, "
+              f"n_embd or n_layer", file=sys.stderr)
+        return 1
     return 0
 
 

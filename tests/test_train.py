@@ -35,6 +35,11 @@ def run(args, cwd=ROOT, **kw):
                           timeout=300, **kw)
 
 
+def rows(out_dir):
+    with open(os.path.join(out_dir, "metrics.jsonl")) as f:
+        return {r["step"]: r for r in map(json.loads, f)}
+
+
 def losses(out_dir):
     with open(os.path.join(out_dir, "metrics.jsonl")) as f:
         return {r["step"]: r["train_loss"] for r in map(json.loads, f) if "train_loss" in r}
@@ -98,14 +103,14 @@ def test_outputs_config_metrics_and_checkpoint(data_dir, tmp_path):
     assert cfg["config"]["head"] == "tied" and cfg["environment"]["torch"] == torch.__version__
     assert cfg["dataset"]["corpus"] == "pydoc_topics"
     assert sorted(losses(tmp_path)) == [0, 1, 2, 3]
-    assert torch.load(tmp_path / "ckpt.pt", weights_only=False)["step"] == 4
+    assert torch.load(tmp_path / "ckpt.pt", weights_only=True)["step"] == 4
     assert "final val loss" in p.stdout
 
 
 def test_resume_after_sigkill_matches_uninterrupted_run(data_dir, tmp_path):
     """SIGKILL a run after its checkpoint at step 10, resume it, and get the losses of a run that was
     never interrupted: same model, optimizer, data-generator and RNG states."""
-    args = [*TINY, "--n_embd=64", "--max_iters=60", "--eval_interval=10", "--dropout=0.1"]
+    args = [*TINY, "--n_embd=64", "--max_iters=60", "--eval_interval=10", "--dropout=0.1", "--log_interval=4"]
     ref = run([*args, f"--out_dir={tmp_path / 'ref'}"])
     assert ref.returncode == 0, ref.stderr
 
@@ -118,15 +123,19 @@ def test_resume_after_sigkill_matches_uninterrupted_run(data_dir, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
-    killed_at = torch.load(out / "ckpt.pt", weights_only=False)["step"]
+    killed_at = torch.load(out / "ckpt.pt", weights_only=True)["step"]
     assert killed_at < 60
 
     resumed = run([*args, f"--out_dir={out}", "--resume=true"])
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout
-    a, b = losses(tmp_path / "ref"), losses(out)
-    assert sorted(a) == sorted(b) == list(range(60))
-    assert [a[s] for s in range(killed_at, 60)] == [b[s] for s in range(killed_at, 60)]
+    a, b = rows(tmp_path / "ref"), rows(out)
+    assert sorted(a) == sorted(b) == sorted(set(range(0, 60, 4)) | set(range(0, 61, 10)))
+    # every row from the checkpoint on, the first included (it averages steps from both sides of the kill),
+    # is the uninterrupted run's, to the bit: losses, tokens, learning rate
+    for s in [s for s in a if s >= killed_at]:
+        assert {k: a[s].get(k) for k in ("train_loss", "val_loss", "tokens", "lr")} == \
+               {k: b[s].get(k) for k in ("train_loss", "val_loss", "tokens", "lr")}, s
 
 
 def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(data_dir, tmp_path):
@@ -142,7 +151,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(data_dir, tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err
     assert "checkpoint saved" in out + err
-    step = torch.load(tmp_path / "ckpt.pt", weights_only=False)["step"]
+    step = torch.load(tmp_path / "ckpt.pt", weights_only=True)["step"]
     assert step >= 5 and max(losses(tmp_path)) == step - 1  # every logged step is in the checkpoint
 
 
@@ -159,8 +168,8 @@ def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, 
     assert sorted(a) == sorted(b)
     for s in a:
         assert b[s] == pytest.approx(a[s], rel=1e-5, abs=1e-5)
-    w1 = torch.load(tmp_path / "one" / "ckpt.pt", weights_only=False)["model"]
-    w2 = torch.load(tmp_path / "two" / "ckpt.pt", weights_only=False)["model"]
+    w1 = torch.load(tmp_path / "one" / "ckpt.pt", weights_only=True)["model"]
+    w2 = torch.load(tmp_path / "two" / "ckpt.pt", weights_only=True)["model"]
     for k in w1:
         torch.testing.assert_close(w1[k], w2[k], rtol=1e-4, atol=1e-5)
 
@@ -173,6 +182,10 @@ def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, 
     ("--compile=maybe", "expects true or false"),
     ("max_iters=3", "flags look like --key=value"),
     ("--block_size=10000000", "block_size=10000000 is beyond the data"),
+    ("--grad_clip=nan", "grad_clip must be a finite number"),
+    ("--seed=100000000000000000000000", "seed must be in [0, 2**63)"),
+    ("--dtype=float16", "float16 is not supported"),
+    ("--n_embd=16384", "lower n_embd"),  # refused from the memory estimate before anything is allocated
 ])
 def test_bad_input_gets_one_clear_line_and_exit_code_2(data_dir, flag, words):
     p = run([*TINY, "--out_dir=", flag])
@@ -195,7 +208,7 @@ def test_checkpoint_of_another_head_is_refused(data_dir, tmp_path):
 def test_corrupt_checkpoint_is_refused(data_dir, tmp_path):
     (tmp_path / "ckpt.pt").write_bytes(b"not a checkpoint")
     p = run([*TINY, "--max_iters=4", f"--out_dir={tmp_path}", "--resume=true"])
-    assert p.returncode == 1 and "not a readable checkpoint" in p.stderr
+    assert p.returncode == 1 and "not a tiedgpt checkpoint" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 def test_non_finite_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(data_dir, tmp_path):
@@ -204,7 +217,7 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(dat
     p = run([*TINY, "--max_iters=50", "--eval_interval=2", "--warmup_iters=0", "--lr=1e30", "--grad_clip=0",
              f"--out_dir={tmp_path}", "--resume=true"])
     assert p.returncode == 1 and "non-finite loss at step 3" in p.stderr, p.stderr
-    state = torch.load(tmp_path / "ckpt.pt", weights_only=False)
+    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
     assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
 
 
@@ -248,3 +261,152 @@ def test_bench_against_the_nanogpt_style_baseline_reports_ratios(data_dir):
     assert "--fused_loss=False" in lines[-2] and "--vocab_size=50304" in lines[-2]
     assert "speed" in lines[-1] and "x" in lines[-1]
     assert NANOGPT["fused_loss"] is False and NANOGPT["pos"] == "learned"
+
+
+
+# --- reliability: a checkpoint is data, an out_dir belongs to one run, nothing is lost without a word ----------
+
+def one_line(p):
+    return len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+class Booby:
+    """Unpickling this calls os.system: what a malicious ckpt.pt would do to torch.load(weights_only=False)."""
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def test_checkpoint_with_pickled_code_is_refused_and_runs_nothing(data_dir, tmp_path):
+    assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
+    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
+    pwned = tmp_path / "PWNED"
+    state["config"]["trap"] = Booby(str(pwned))
+    torch.save(state, tmp_path / "ckpt.pt")
+    p = run([*TINY, "--max_iters=4", f"--out_dir={tmp_path}", "--resume=true"])
+    assert p.returncode == 1 and one_line(p) and "not a tiedgpt checkpoint" in p.stderr and "code" in p.stderr
+    assert not pwned.exists(), "the checkpoint ran code"
+
+
+def test_resuming_on_other_data_is_refused(data_dir, tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text("To be, or not to be, that is the question. " * 400)
+    out = tmp_path / "run"
+    assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={out}"]).returncode == 0
+    p = run([*TINY, "--max_iters=4", f"--out_dir={out}", "--resume=true", f"--input={book}"])
+    assert p.returncode == 1 and one_line(p) and "trained on other data" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("kind", ["a file", "under a file", "unwritable", "the source tree"])
+def test_an_unusable_out_dir_gets_one_line(data_dir, tmp_path, kind):
+    f = tmp_path / "f"
+    f.write_text("x")
+    out = {"a file": f, "under a file": f / "sub", "unwritable": "/proc/tiedgpt_out", "the source tree": ROOT}[kind]
+    p = run([*TINY, "--max_iters=2", f"--out_dir={out}"])
+    assert p.returncode == 2 and one_line(p) and "out_dir" in p.stderr, p.stderr
+
+
+def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(data_dir, tmp_path, monkeypatch):
+    import errno
+    import train as T
+    T.train(config(max_iters=2, eval_interval=2, out_dir=str(tmp_path)), progress=False, log=lambda *_: None)
+    before = (tmp_path / "ckpt.pt").read_bytes()
+    real_save = torch.save
+
+    def full(obj, path, *a, **k):  # write a little, then fail as a full disk does
+        with open(path, "wb") as fh:
+            fh.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(T.TrainingError, match="No space left on device.*previous checkpoint"):
+        T.train(config(max_iters=4, eval_interval=2, out_dir=str(tmp_path), resume=True), progress=False,
+                log=lambda *_: None)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert (tmp_path / "ckpt.pt").read_bytes() == before and not (tmp_path / "ckpt.pt.tmp").exists()
+
+
+def test_a_second_run_on_a_busy_out_dir_is_refused(data_dir, tmp_path):
+    import train as T
+    lock = T.claim_out_dir(config(out_dir=str(tmp_path)))  # this test process plays the first run
+    try:
+        p = run([*TINY, "--max_iters=2", f"--out_dir={tmp_path}"])
+    finally:
+        lock.close()
+    assert p.returncode == 1 and one_line(p) and f"in use by another run (pid {os.getpid()})" in p.stderr
+    assert run([*TINY, "--max_iters=2", f"--out_dir={tmp_path}"]).returncode == 0  # free again
+
+
+def test_a_fresh_run_never_overwrites_an_earlier_runs_checkpoint(data_dir, tmp_path):
+    assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
+    before = (tmp_path / "ckpt.pt").read_bytes()
+    p = run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}", "--seed=2"])
+    assert p.returncode == 1 and one_line(p) and "--resume=true" in p.stderr and "--overwrite=true" in p.stderr
+    assert (tmp_path / "ckpt.pt").read_bytes() == before
+    p = run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}", "--seed=2", "--overwrite=true"])
+    assert p.returncode == 0 and (tmp_path / "ckpt.pt").read_bytes() != before
+
+
+def test_each_head_gets_its_own_default_out_dir():
+    from train import Config
+    assert Config(head="ortho").out_dir == os.path.join("out", "ortho")
+    assert Config(head="logn").out_dir != Config(head="ortho").out_dir  # the README's two runs can't collide
+
+
+@pytest.mark.parametrize("field, value", [
+    ("grad_clip", float("nan")), ("norm_eps", -1.0), ("norm_eps", float("nan")), ("emb_std", float("inf")),
+    ("min_lr", float("nan")), ("weight_decay", float("inf")), ("lr", float("inf")), ("beta2", float("nan")),
+    ("dropout", float("nan")), ("data_seed", -1), ("seed", 2 ** 64),
+])
+def test_non_finite_and_out_of_range_settings_are_refused_naming_the_setting(field, value):
+    from train import Config
+    with pytest.raises(ValueError, match=field):
+        Config(**{field: value})
+
+
+def test_mps_is_a_choice_and_is_refused_without_an_apple_gpu(data_dir):
+    from train import Config
+    assert Config(device="mps").device == "mps"
+    if torch.backends.mps.is_available():
+        pytest.skip("this machine has an Apple GPU")
+    p = run([*TINY, "--out_dir=", "--device=mps"])
+    assert p.returncode == 2 and one_line(p) and "no usable Apple GPU" in p.stderr
+
+
+def test_help_describes_every_flag():
+    from train import HELP, Config
+    from dataclasses import fields
+    assert {f.name for f in fields(Config)} <= set(HELP), "a flag without a --help line"
+    p = run(["--help"])
+    assert "ortho" in p.stdout and "mps" in p.stdout and "corpus" in p.stdout  # the allowed values are listed
+
+
+def test_a_piped_run_prints_plain_lines_and_states_the_expected_first_loss(data_dir, tmp_path):
+    """stdout to a file or pipe: no carriage-return bar, one line per logged row, the final line once; the first
+    lines say what step 0 should show (the head's predicted first loss next to ln n)."""
+    from tiedgpt import predicted_initial_loss
+    from train import Config
+    p = run([*TINY, "--max_iters=4", "--eval_interval=2", "--log_interval=2", f"--out_dir={tmp_path}"])
+    assert p.returncode == 0 and "\r" not in p.stdout
+    assert p.stdout.count("final val loss") == 1 and "step 2/4: loss" in p.stdout
+    expected = predicted_initial_loss(Config(n_layer=1, n_head=2, n_embd=32, block_size=16).model_config(),
+                                      json.load(open(tmp_path / "config.json"))["dataset"]["repeat_fraction"])
+    assert f"expect at step 0: loss ~ {expected:.2f}" in p.stdout and "ln(n) = 10.82" in p.stdout
+
+
+def test_a_divergence_is_reported_at_the_step_it_happened(data_dir):
+    """Rows are logged every 10 steps, but the message names the step whose loss went non-finite."""
+    bad = ["--max_iters=30", "--warmup_iters=0", "--lr=1e30", "--grad_clip=0", "--out_dir="]
+    every = run([*TINY, *bad, "--eval_interval=100"])
+    sparse = run([*TINY, *bad, "--log_interval=10", "--eval_interval=10"])
+    step = every.stderr.split("non-finite loss at step ")[1].split(";")[0]
+    assert int(step) < 10 and f"non-finite loss at step {step};" in sparse.stderr, sparse.stderr
+
+
+def test_tokens_count_what_was_seen_when_batch_size_changes_on_resume(data_dir, tmp_path):
+    assert run([*TINY, "--max_iters=4", "--eval_interval=4", f"--out_dir={tmp_path}"]).returncode == 0
+    assert run([*TINY, "--max_iters=8", "--eval_interval=4", "--batch_size=8", f"--out_dir={tmp_path}",
+                "--resume=true"]).returncode == 0
+    r = rows(tmp_path)
+    assert r[7]["tokens"] == 4 * 4 * 16 + 4 * 8 * 16  # 4 steps of 4 x 16, then 4 of 8 x 16
