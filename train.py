@@ -662,7 +662,9 @@ def _train(c, progress, log):
         if c.sample_tokens:
             enc = get_encoding()
             start = enc.encode_ordinary("\n")
-            start = torch.tensor([start if lut is None else lut[start].tolist()], device=device)
+            if lut is not None:  # vocab='corpus': the model only knows the corpus's tokens, renumbered
+                start = lut[start].tolist() if (lut[start] >= 0).all() else lut[val_data[:1].astype(np.int64)].tolist()
+            start = torch.tensor([start], device=device)
             with autocast:
                 out = raw_model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)[0].tolist()
             if ids is not None:

@@ -7,7 +7,15 @@ Turn text into GPT-2 tokens on disk: data/<dataset>/train.bin, val.bin (uint16) 
 The tokenizer is GPT-2's byte-pair encoding (tiktoken's r50k_base: the same ranks as its 'gpt2'), loaded
 from data/r50k_base.tiktoken so nothing is downloaded. When the default corpus can't be had (no file, no
 network), we say so loudly and fall back to a text every Python has: pydoc_data.topics, the reference
-manual's topics (~465 KB). meta.json records which corpus was used, so a result never hides it.
+manual's topics (~465 KB), prepared under its own name (data/pydoc_topics/), never under Shakespeare's: the
+next run tries Shakespeare again, so the real text is used as soon as it is at data/shakespeare/input.txt.
+
+A prepared dataset is tied to its source. meta.json records the source's path and sha256; each run checks them
+and re-prepares (and says so) when the text changed. Files from --input are prepared into data/<stem>-<hash>/,
+the hash taken from the file's absolute path, so two files named book.txt never share a folder and a file named
+shakespeare.txt never lands on the built-in dataset. A prepared folder that is damaged (unreadable meta.json,
+missing keys, token files of the wrong size or with ids beyond the vocabulary) is refused with one line that
+names the file and the fix.
 """
 
 import hashlib
@@ -53,13 +61,33 @@ def _pydoc_topics():
     return "\n\n".join(topics[k] for k in sorted(topics))
 
 
+def input_name(input):
+    """The dataset name of an --input file: its stem plus 8 hex digits of its absolute path's sha256."""
+    path = os.path.abspath(input)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return f"{stem}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+
+
+def read_text(path, what):
+    """A UTF-8 text file's contents, or one line that names the file and says what to do."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                         f"convert it first, e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what} {path} is a folder, not a text file") from None
+    except OSError as e:
+        raise ValueError(f"{what} {path} can't be read: {e.strerror}") from None
+
+
 def load_text(dataset="shakespeare", input=None, log=print):
     """Return (text, source, corpus). `input` is a path; otherwise the named default corpus."""
     if input is not None:
         if not os.path.isfile(input):
             raise FileNotFoundError(f"--input file not found: {input}")
-        with open(input, encoding="utf-8") as f:
-            return f.read(), os.path.abspath(input), os.path.splitext(os.path.basename(input))[0]
+        return read_text(input, "--input"), os.path.abspath(input), os.path.splitext(os.path.basename(input))[0]
     if dataset == "pydoc_topics":
         return _pydoc_topics(), "pydoc_data.topics", "pydoc_topics"
     if dataset != "shakespeare":
@@ -82,8 +110,7 @@ def load_text(dataset="shakespeare", input=None, log=print):
                 f"Results will NOT be on Shakespeare; meta.json records corpus='pydoc_topics'.\n"
                 f"To use Shakespeare offline, put the text at {path}\n{bar}")
             return _pydoc_topics(), "pydoc_data.topics (fallback: Tiny Shakespeare unavailable)", "pydoc_topics"
-    with open(path, encoding="utf-8") as f:
-        return f.read(), SHAKESPEARE_URL, "shakespeare"
+    return read_text(path, "Tiny Shakespeare's"), SHAKESPEARE_URL, "shakespeare"
 
 
 def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
@@ -95,7 +122,12 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     text, source, corpus = load_text(dataset, input, log)
     if input is not None:
+        dataset = input_name(input)
+    elif corpus != dataset:  # the fallback lives under its own name, never under the corpus it replaces
         dataset = corpus
+    # the sha256 of the file's bytes, which is what ensure_prepared compares on every later run
+    source_file = os.path.abspath(input) if input is not None else (
+        os.path.join(dataset_dir("shakespeare"), "input.txt") if corpus == "shakespeare" else None)
     enc = get_encoding()
     ids = np.array(enc.encode_ordinary(text), dtype=np.uint16)  # n = 50257 < 65536 fits in uint16
     if len(ids) < 100:
@@ -107,7 +139,8 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         _atomic_write(os.path.join(out, f"{name}.bin"), part.tobytes())
     meta = dict(
         dataset=dataset, corpus=corpus, source=source,
-        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), chars=len(text),
+        sha256=_source_sha256(source_file) if source_file else hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        chars=len(text),
         encoding="r50k_base", vocab_size=VOCAB_SIZE,
         tokens=len(ids), train_tokens=split, val_tokens=len(ids) - split,
         distinct_tokens=int(len(np.unique(ids))),
@@ -126,17 +159,61 @@ def _atomic_write(path, data):
     os.replace(tmp, path)
 
 
+META_TYPES = dict(dataset=str, corpus=str, source=str, sha256=str, vocab_size=int, tokens=int, train_tokens=int,
+                  val_tokens=int)
+
+
 def load_meta(dataset):
-    with open(os.path.join(dataset_dir(dataset), "meta.json")) as f:
-        return json.load(f)
+    """meta.json of a prepared dataset, checked: one line naming the file and the fix if it is damaged."""
+    path = os.path.join(dataset_dir(dataset), "meta.json")
+    fix = f"delete {dataset_dir(dataset)} and run again to re-prepare it"
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:60]}): {fix}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} is not a JSON object: {fix}")
+    bad = [k for k, t in META_TYPES.items() if not isinstance(meta.get(k), t) or isinstance(meta.get(k), bool)]
+    if bad:
+        raise ValueError(f"{path} lacks or mistypes {', '.join(bad)}: {fix}")
+    return meta
+
+
+def check_prepared(dataset, meta):
+    """The token files agree with meta.json: whole uint16 values, the recorded counts, ids below the vocabulary."""
+    fix = f"delete {dataset_dir(dataset)} and run again to re-prepare it"
+    for split in ("train", "val"):
+        path = os.path.join(dataset_dir(dataset), f"{split}.bin")
+        size = os.path.getsize(path)
+        if size % 2:
+            raise ValueError(f"{path} has an odd size ({size} bytes), so it is not uint16 tokens: {fix}")
+        if size // 2 != meta[f"{split}_tokens"]:
+            raise ValueError(f"{path} holds {size // 2:,} tokens but meta.json says {meta[f'{split}_tokens']:,}: {fix}")
+        if size and int(load_split(dataset, split).max()) >= meta["vocab_size"]:
+            raise ValueError(f"{path} holds token ids >= the vocabulary's {meta['vocab_size']}: {fix}")
+
+
+def _source_sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def ensure_prepared(dataset="shakespeare", input=None, log=print):
-    """Metadata of a prepared dataset, preparing it first if its files are missing."""
-    name = os.path.splitext(os.path.basename(input))[0] if input is not None else dataset
+    """Metadata of a prepared dataset, preparing it first if its files are missing or its source changed."""
+    name = input_name(input) if input is not None else dataset
     d = dataset_dir(name)
     if all(os.path.exists(os.path.join(d, f)) for f in ("train.bin", "val.bin", "meta.json")):
-        return load_meta(name)
+        meta = load_meta(name)
+        source = os.path.abspath(input) if input is not None else os.path.join(d, "input.txt")
+        if dataset == "shakespeare" and input is None and meta["corpus"] != "shakespeare":
+            log(f"{d} holds the {meta['corpus']} fallback, not Shakespeare: trying Shakespeare again")
+            return prepare(dataset, input, log=log)
+        if os.path.exists(source) and meta["sha256"] != _source_sha256(source):
+            log(f"{source} changed since {d} was prepared: preparing it again")
+            return prepare(dataset, input, log=log)
+        check_prepared(name, meta)
+        return meta
     return prepare(dataset, input, log=log)
 
 

@@ -29,12 +29,14 @@ def test_prepare_writes_uint16_splits_and_metadata(tmp_path, monkeypatch):
     src = tmp_path / "poem.txt"
     src.write_text("the cat sat on the mat.\n\n" * 200, encoding="utf-8")
     meta = P.prepare(input=str(src), log=lambda *_: None)
-    train = np.fromfile(tmp_path / "poem" / "train.bin", dtype=np.uint16)
-    val = np.fromfile(tmp_path / "poem" / "val.bin", dtype=np.uint16)
+    d = tmp_path / meta["dataset"]
+    assert meta["dataset"].startswith("poem-")  # the file's stem and a hash of its path
+    train = np.fromfile(d / "train.bin", dtype=np.uint16)
+    val = np.fromfile(d / "val.bin", dtype=np.uint16)
     assert len(train) == meta["train_tokens"] and len(val) == meta["val_tokens"]
     assert meta["tokens"] == len(train) + len(val) and meta["corpus"] == "poem"
     assert P.get_encoding().decode(np.concatenate([train, val]).tolist()) == src.read_text()
-    assert json.loads((tmp_path / "poem" / "meta.json").read_text())["vocab_size"] == 50257
+    assert json.loads((d / "meta.json").read_text())["vocab_size"] == 50257
 
 
 def test_missing_corpus_falls_back_loudly_to_pydoc_topics(tmp_path, monkeypatch):
@@ -46,6 +48,7 @@ def test_missing_corpus_falls_back_loudly_to_pydoc_topics(tmp_path, monkeypatch)
     assert meta["corpus"] == "pydoc_topics" and "fallback" in meta["source"]
     assert any("WARNING" in s for s in said)
     assert meta["tokens"] > 50_000
+    assert meta["dataset"] == "pydoc_topics" and not (tmp_path / "shakespeare" / "meta.json").exists()
 
 
 def test_shakespeare_has_the_documented_token_count_and_repeat_fraction(corpus_tokens):
@@ -62,3 +65,109 @@ def test_prepare_cli_rejects_a_missing_input_with_one_line(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "not found" in p.stderr
+
+
+
+# --- a prepared dataset is tied to its source; damage gets one line naming the file and the fix ---------------
+
+def text_file(path, line="the cat sat on the mat.\n\n", times=200):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(line * times, encoding="utf-8")
+    return path
+
+
+def quiet(*_):
+    pass
+
+
+def test_two_files_with_the_same_name_never_share_a_prepared_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    a = P.ensure_prepared(input=str(text_file(tmp_path / "a" / "book.txt", "alpha beta gamma.\n")), log=quiet)
+    b = P.ensure_prepared(input=str(text_file(tmp_path / "b" / "book.txt", "one two three four.\n")), log=quiet)
+    assert a["dataset"] != b["dataset"] and a["sha256"] != b["sha256"]
+    assert P.load_split(b["dataset"], "train")[:4].tolist() == P.get_encoding().encode_ordinary("one two three four")
+
+
+def test_an_input_named_shakespeare_does_not_land_on_the_builtin_dataset(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    meta = P.ensure_prepared(input=str(text_file(tmp_path / "x" / "shakespeare.txt")), log=quiet)
+    assert meta["dataset"] != "shakespeare" and meta["dataset"].startswith("shakespeare-")
+
+
+def test_an_edited_source_is_prepared_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    book = text_file(tmp_path / "book.txt", "old words here.\n")
+    first = P.ensure_prepared(input=str(book), log=quiet)
+    text_file(book, "brand new text instead.\n")
+    said = []
+    second = P.ensure_prepared(input=str(book), log=said.append)
+    assert second["sha256"] != first["sha256"] and any("changed" in s for s in said)
+    assert P.load_split(second["dataset"], "train")[:2].tolist() == P.get_encoding().encode_ordinary("brand new")
+
+
+def test_the_real_shakespeare_replaces_the_offline_fallback_once_it_is_there(tmp_path, monkeypatch):
+    """Offline, the fallback is used (loudly); put the text where the warning says, and the next run uses it."""
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(P, "SHAKESPEARE_URL", "http://127.0.0.1:9/unreachable")
+    assert P.ensure_prepared("shakespeare", log=quiet)["corpus"] == "pydoc_topics"
+    text_file(tmp_path / "shakespeare" / "input.txt", "First Citizen:\nBefore we proceed any further, hear me speak.\n", 100)
+    monkeypatch.setattr(P, "SHAKESPEARE_SHA256", "not checked for a local file")
+    meta = P.ensure_prepared("shakespeare", log=quiet)
+    assert meta["corpus"] == "shakespeare" and meta["dataset"] == "shakespeare"
+
+
+def run_train(args, tmp_path):
+    env = {**os.environ, "TIEDGPT_DATA_DIR": str(tmp_path / "data")}
+    return subprocess.run([sys.executable, "train.py", "--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16",
+                           "--batch_size=4", "--eval_iters=1", "--max_iters=2", "--sample_tokens=0", "--out_dir=",
+                           *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def damage(d, kind):
+    meta = json.loads((d / "meta.json").read_text())
+    if kind == "invalid meta.json":
+        (d / "meta.json").write_text("{not json")
+    elif kind == "meta.json missing a key":
+        del meta["train_tokens"]
+        (d / "meta.json").write_text(json.dumps(meta))
+    elif kind == "meta.json with a wrong type":
+        meta["vocab_size"] = "lots"
+        (d / "meta.json").write_text(json.dumps(meta))
+    elif kind == "ids beyond the vocabulary":
+        ids = np.fromfile(d / "train.bin", dtype=np.uint16)
+        ids[5] = 60000
+        ids.tofile(d / "train.bin")
+    elif kind == "odd-sized token file":
+        with open(d / "val.bin", "ab") as f:
+            f.write(b"\x01")
+    elif kind == "token count unlike meta.json":
+        np.fromfile(d / "val.bin", dtype=np.uint16)[:-10].tofile(d / "val.bin")
+
+
+@pytest.mark.parametrize("kind", ["invalid meta.json", "meta.json missing a key", "meta.json with a wrong type",
+                                  "ids beyond the vocabulary", "odd-sized token file", "token count unlike meta.json"])
+def test_a_damaged_prepared_dataset_gets_one_line_naming_the_file_and_the_fix(tmp_path, monkeypatch, kind):
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    book = text_file(tmp_path / "book.txt")
+    meta = P.prepare(input=str(book), log=quiet)
+    damage(tmp_path / "data" / meta["dataset"], kind)
+    p = run_train([f"--input={book}"], tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert meta["dataset"] in p.stderr and ("delete" in p.stderr or "re-prepare" in p.stderr)
+
+
+def test_a_non_utf8_input_is_named_with_the_fix(tmp_path):
+    book = tmp_path / "latin1.txt"
+    book.write_bytes("café crème, déjà vu. ".encode("latin-1") * 100)
+    p = run_train([f"--input={book}"], tmp_path)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert str(book) in p.stderr and "not UTF-8" in p.stderr and "iconv" in p.stderr
+
+
+def test_corpus_vocab_on_a_text_without_newlines_still_samples(tmp_path):
+    """The sample starts from "\n"; a corpus without that token used to crash after training finished."""
+    book = tmp_path / "oneline.txt"
+    book.write_text("the cat sat on the mat and the dog sat on the log " * 60, encoding="utf-8")
+    p = run_train([f"--input={book}", "--vocab=corpus", "--sample_tokens=5"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "sample:" in p.stdout
