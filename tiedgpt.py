@@ -24,7 +24,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-HEADS = ("tied", "untied", "logn", "ortho", "bert", "shuffle", "channel", "scale")
+HEADS = ("tied", "untied", "logn", "ortho", "bert", "shuffle", "channel", "scale", "softcap")
+NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("rope", "none", "learned")
 
 
@@ -53,7 +54,11 @@ class GPTConfig:
     # (it breaks the 2-gram premise a little); 'none' relies on the causal mask alone.
     pos: str = "rope"
     channel_groups: int = 4  # groups for the 'channel' (ShuffleNet) head
-    norm_eps: float = 1e-5  # LayerNorm epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
+    norm_eps: float = 1e-5  # the norms' epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
+    # 'layernorm' (GPT-2: subtract the mean, divide by the std) or 'rmsnorm' (LLaMA and most tied models trained
+    # today: divide by the root mean square, no mean subtraction). At init both give h ~ w_i / sigma.
+    norm: str = "layernorm"
+    softcap: float = 30.0  # the 'softcap' head's cap c: logits -> c tanh(logits / c) (Gemma 2's final cap is 30)
     # Compute the output projection and the cross-entropy together (LinearCrossEntropy below): the same
     # numbers as logits -> F.cross_entropy, without keeping the (B*T) x n logits and their gradient.
     # Used when the caller asks for no logits (forward(idx, targets, return_logits=False), as train.py does); then
@@ -64,6 +69,10 @@ class GPTConfig:
         """Refuse configurations that can't work, with one line that says why and lists the choices."""
         if self.head not in HEADS:
             raise ValueError(f"unknown head {self.head!r}; choose one of: {', '.join(HEADS)}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; choose one of: {', '.join(NORMS)}")
+        if not self.softcap > 0:
+            raise ValueError(f"softcap must be > 0, got {self.softcap}")
         if self.pos not in POSITIONS:
             raise ValueError(f"unknown pos {self.pos!r}; choose one of: {', '.join(POSITIONS)}")
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -149,14 +158,23 @@ class MLP(nn.Module):
         return F.dropout(self.c_proj(F.gelu(self.c_fc(x))), self.dropout, self.training)
 
 
+def make_norm(config):
+    """LayerNorm: h = (x - mean(x)) / sqrt(var(x) + eps) * g (+ b). RMSNorm: h = x / sqrt(mean(x^2) + eps) * g.
+    For a fresh embedding row w (mean ~ 0) the two differ only by the mean subtraction: LayerNorm's h loses the
+    component along (1, ..., 1), one of d directions, which is where its -1/d effects come from."""
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.n_embd, eps=config.norm_eps)
+    return nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
+
+
 class Block(nn.Module):
     """Pre-norm block: x + attn(ln(x)), then x + mlp(ln(x)). With c_proj = 0 both branches add 0."""
 
     def __init__(self, config):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
+        self.ln_1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
+        self.ln_2 = make_norm(config)
         self.mlp = MLP(config)
 
     def forward(self, x):
@@ -231,8 +249,10 @@ class HalfSwap(nn.Module):
     S(w) . w = 2 w[:d/2] . w[d/2:], twice a dot product of two independent halves: mean 0, variance
     4 (d/2) sigma^4 = 2 d sigma^4 (each pair w_j w_{j+d/2} is counted twice, since the swap is its own
     inverse). Divided by sigma (the norm): a ~ N(0, 2 d sigma^2), no outlier: one logit among n with
-    twice the others' variance changes the sum by ~ e^{d sigma^2}/n, nothing. Loss ~ ln n + d sigma^2/2.
-    (cos(S(w), w) therefore has spread sqrt(2/d), not the sqrt(1/d) of a random rotation.)
+    twice the others' variance changes the sum by a relative ~ e^{d sigma^2 / 2} / n, nothing.
+    Loss ~ ln n + d sigma^2/2. (cos(S(w), w) therefore has spread sqrt(2/d), not the sqrt(1/d) of a random
+    rotation; its measured mean is -1/d, not 0, because LayerNorm removes w's mean first: after that the
+    coordinates sum to 0, so S(h) . h = -|h|^2/d on average.)
     """
 
     def forward(self, h):
@@ -243,10 +263,14 @@ class HalfSwap(nn.Module):
 class ChannelShuffle(nn.Module):
     """channel: ShuffleNet's channel shuffle: view h as (g, d/g), transpose to (d/g, g), flatten.
 
-    A fixed permutation with no parameters. Unlike the half swap it keeps a few coordinates in place
-    (index a*(d/g)+b stays where a*(d/g-1) = b*(g-1): 0, d-1, and gcd(g-1, d/g-1)-1 more), and each
-    fixed coordinate adds w_j^2/sigma ~ sigma to the self-logit: negligible. Its other cycles are long,
-    so each product w_j w_k appears once: a ~ N(0, d sigma^2), loss ~ ln n + d sigma^2 / 2.
+    A fixed permutation with no parameters: the transpose of a g x (d/g) grid. Unlike the half swap it keeps a
+    few coordinates in place (index a*(d/g)+b stays where a*(d/g-1) = b*(g-1): 0, d-1, and gcd(g-1, d/g-1)-1
+    more), and each fixed coordinate adds w_j^2/sigma ~ sigma to the self-logit: negligible. Its cycles are not
+    all long: at d=256, g=4 six are 2-cycles, and with g = sqrt(d) the grid is square, the transpose is its own
+    inverse and every cycle has length 1 or 2, as for the half swap (tested). A 2-cycle counts its product
+    w_j w_k twice, so the self-logit's variance lies between d sigma^2 and the half swap's 2 d sigma^2: still
+    no outlier, loss ~ ln n + d sigma^2 / 2. Measured, cos(P(h), h) has mean (fixed - 1)/d, not fixed/d:
+    LayerNorm has already removed the mean (see HalfSwap).
     """
 
     def __init__(self, config):
@@ -398,7 +422,7 @@ class GPT(nn.Module):
             wte=nn.Embedding(config.vocab_size, config.n_embd),  # E: row i is w_i
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-            ln_f=nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias),
+            ln_f=make_norm(config),
         ))
         if config.pos == "learned":
             self.transformer.wpe = nn.Embedding(config.block_size, config.n_embd)
@@ -460,8 +484,13 @@ class GPT(nn.Module):
         return self.transformer.ln_f(x)  # h = (w_i - mean) / std ~ w_i / sigma
 
     def logits(self, h):
-        """h (.., d) -> logits (.., n): the head's transform, then h' . E^T (or h' . W^T)."""
-        return self.lm_head(self.head(h))
+        """h (.., d) -> logits (.., n): the head's transform, then h' . E^T (or h' . W^T); the softcap head
+        then bounds every logit to (-c, c) with c tanh(z / c)."""
+        z = self.lm_head(self.head(h))
+        if self.config.head == "softcap":
+            c = self.config.softcap
+            z = c * torch.tanh(z / c)
+        return z
 
     def forward(self, idx, targets=None, return_logits=True):
         """As nanoGPT: `logits, loss = model(idx, targets)` gives the logits of every position and the mean
@@ -471,13 +500,13 @@ class GPT(nn.Module):
         h = self.hidden(idx)
         if targets is None:
             return self.logits(h[:, [-1], :]), None
-        if self.config.fused_loss and not return_logits:
+        if self.config.fused_loss and not return_logits and self.config.head != "softcap":
             return None, LinearCrossEntropy.apply(self.head(h), self.lm_head.weight, targets,
                                                   torch.is_grad_enabled())
-        logits = self.logits(h)
+        logits = self.logits(h)  # the softcap's tanh sits between projection and loss: the textbook path
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1),
                                ignore_index=-1)
-        return logits, loss
+        return (logits if return_logits else None), loss
 
     @torch.no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
@@ -529,23 +558,48 @@ def _log_sum(a, m, v):
     return hi + math.log(math.exp(a - hi) + math.exp(b - hi))
 
 
+def normed_scale(config):
+    """(a, v) for a fresh embedding row after the final norm: a = |w|^2-ish self-logit of the tied head, and
+    v / sigma^2 = |h|^2. With m2 the mean square the norm divides by (per coordinate):
+        rmsnorm:   m2 = sigma^2                   (h = w / sqrt(mean(w^2) + eps))
+        layernorm: m2 = sigma^2 (1 - 1/d)         (the mean is removed first: d - 1 degrees of freedom left)
+    h = w / sqrt(m2 + eps), so |h|^2 = d m2 / (m2 + eps) = d rho^2 and the self-logit h . w = d m2 / sqrt(m2 + eps)
+    = d sqrt(m2) rho (LayerNorm's h . w = h . (w - mean), as h sums to 0). Every other logit h . w_k has
+    variance sigma^2 |h|^2 = d sigma^2 rho^2."""
+    d, sigma = config.n_embd, config.sigma
+    m2 = sigma * sigma * (1.0 - 1.0 / d if config.norm == "layernorm" else 1.0)
+    rho2 = m2 / (m2 + config.norm_eps)
+    return d * math.sqrt(m2 * rho2), d * sigma * sigma * rho2
+
+
+def softcap_self_logit(a, c):
+    """The softcap head: tied, then every logit z -> c tanh(z / c) (Gemma 2, modded-nanogpt, nanochat cap logits
+    this way). tanh is odd and ~ identity near 0, so the other logits ~ N(0, v) pass almost unchanged when
+    v << c^2 (E[e^z] stays ~ e^{v/2}), while the self-logit d sigma is bounded: a -> c tanh(a / c) < c. The first
+    loss is log(e^{c tanh(a/c)} + (n - 1) e^{v/2}) - r c tanh(a/c): near d sigma while c >> d sigma (the cap is
+    idle), near ln n only when c is well below ln n. And the cap costs something later: no logit exceeds c, so
+    no prediction is surer than e^c / (e^c + (n - 1) e^{-c}), a floor under the loss."""
+    return c * math.tanh(a / c)
+
+
 def predicted_initial_loss(config, r=0.0):
     """Expected first-step loss of GPT(config) on text where a fraction r of targets repeat their input,
     per the derivation in each head's docstring. Valid in the 2-gram configuration
-    (zero_init_residual=True, pos != 'learned'), where h = LayerNorm(w_i) exactly."""
+    (zero_init_residual=True, pos != 'learned'), where h = norm(w_i) exactly; see normed_scale for a and v."""
     n, d, sigma = config.vocab_size, config.n_embd, config.sigma
-    rho = sigma / math.sqrt(sigma * sigma + config.norm_eps)  # |h|^2 = d rho^2, see refined_initial_loss
+    a, v = normed_scale(config)
     if config.head in ("tied", "logn"):  # logn: same formula, its own sigma = ln(n)/d
-        return refined_initial_loss(n, d, sigma, r, config.norm_eps)
-    if config.head == "scale":  # tied logits times c: a = c d sigma rho, v = c^2 d sigma^2 rho^2
-        c = math.log(n) / (d * sigma)
-        a, v = c * d * sigma * rho, (c * rho) ** 2 * d * sigma * sigma
         return _log_sum(a, n - 1, v) - r * a
+    if config.head == "softcap":
+        a = softcap_self_logit(a, config.softcap)
+        return _log_sum(a, n - 1, v) - r * a
+    if config.head == "scale":  # tied logits times c = ln(n) / (d sigma): a -> c a, v -> c^2 v
+        c = math.log(n) / (d * sigma)
+        return _log_sum(c * a, n - 1, c * c * v) - r * c * a
     # untied, ortho, shuffle, channel: |h'| = |h| and h' is unrelated to w_i, so all n logits are
-    # ~ N(0, d sigma^2 rho^2): loss = log(n e^{v/2}) = ln n + v/2. bert's final LayerNorm makes
-    # |h'|^2 = d (its input has variance ~ 1 >> eps), so rho = 1 there.
-    v = d * sigma * sigma * (1.0 if config.head == "bert" else rho * rho)
-    return math.log(n) + v / 2
+    # ~ N(0, v): loss = log(n e^{v/2}) = ln n + v/2. bert's final LayerNorm makes |h'|^2 = d (its input has
+    # variance ~ 1 >> eps), so v = d sigma^2 there.
+    return math.log(n) + (d * sigma * sigma if config.head == "bert" else v) / 2
 
 
 def repeat_fraction(tokens):

@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from tiedgpt import (HEADS, GPT, GPTConfig, predicted_initial_loss, refined_initial_loss,
+from tiedgpt import (HEADS, NORMS, GPT, GPTConfig, predicted_initial_loss, refined_initial_loss,
                      repeat_fraction, seed_initial_loss)
 
 N = 50257
@@ -287,17 +287,19 @@ def test_repeat_fraction_counts_targets_equal_to_their_input():
     assert repeat_fraction([1, 1, 2, 3, 3, 3]) == pytest.approx(3 / 5)
 
 
+@pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("d", [256, 512, 768])
 @pytest.mark.parametrize("sigma", ["inv_sqrt_d", 0.02])
-def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma):
-    """The tied model's first loss on real text, within 2% of log(e^{d s} + (n-1) e^{d s^2/2}) - r d s."""
+def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma, norm):
+    """The tied model's first loss on real text, within 2% of log(e^{d s} + (n-1) e^{d s^2/2}) - r d s,
+    with LayerNorm (GPT-2) or RMSNorm (LLaMA and most tied models today) before the head."""
     sigma = d ** -0.5 if sigma == "inv_sqrt_d" else sigma
     torch.manual_seed(d)
-    m = GPT(GPTConfig(head="tied", n_layer=1, n_embd=d, emb_std=sigma, block_size=128))
+    m = GPT(GPTConfig(head="tied", n_layer=1, n_embd=d, emb_std=sigma, block_size=128, norm=norm))
     x, y = batch(corpus_tokens, 16, 128, seed=d)
     r = (x == y).float().mean().item()
     with torch.no_grad():
-        loss = m(x, y)[1].item()
+        loss = m(x, y, return_logits=False)[1].item()
     predicted = predicted_initial_loss(m.config, r)
     assert loss == pytest.approx(predicted, rel=0.02), (loss, predicted)
     # and it is the seed's story: far above ln n whenever d sigma >> ln n
@@ -317,9 +319,9 @@ def test_initial_loss_of_every_head_matches_its_own_prediction(corpus_tokens, he
         # repeats: pydoc's fallback text repeats ~15% of tokens (Tiny Shakespeare ~2%)
         pytest.skip(f"prediction assumes few repeated tokens; this corpus has r = {r:.3f}")
     with torch.no_grad():
-        loss = m(x, y)[1].item()
+        loss = m(x, y, return_logits=False)[1].item()
     assert loss == pytest.approx(predicted_initial_loss(m.config, r), rel=0.02)
-    if head != "tied":  # every fix starts within ln 2 + a little of the uniform ln n
+    if head not in ("tied", "softcap"):  # every fix starts within ln 2 + a little of the uniform ln n
         assert loss < math.log(2 * N) + 0.2
 
 
@@ -364,3 +366,91 @@ def test_the_readme_model_snippet_runs_as_pasted():
     logits, loss = scope["logits"], scope["loss"]
     assert logits is not None and logits.shape[-1] == scope["model"].config.vocab_size
     assert torch.isfinite(loss)
+
+
+
+# --- the theory against runs nobody here made, and the variants people use today -------------------------------
+
+def test_the_modded_nanogpt_record_first_loss_is_predicted():
+    """modded-nanogpt's 2024-10-14_ModernArch record (KellerJordan/modded-nanogpt, records/track_1_short/
+    2024-10-14_ModernArch): tied, zero-initialised output projections, rotary, RMSNorm (F.rms_norm, eps = float32's
+    machine epsilon) before the head, d = 768, n = 50304, and no explicit init of the shared matrix, so it keeps
+    nn.Linear's U(+-1/sqrt(d)): sigma = 1/sqrt(3d). Its log: `step:0/5100 val_loss:16.0058` (FineWeb val)."""
+    c = GPTConfig(head="tied", norm="rmsnorm", n_embd=768, vocab_size=50304, emb_std=(3 * 768) ** -0.5,
+                  norm_eps=torch.finfo(torch.float32).eps)
+    assert predicted_initial_loss(c) == pytest.approx(16.0058, rel=5e-4)
+    # with our default eps = 1e-5 the prediction would be ~1% lower: at sigma ~ 0.02 eps is 2% of sigma^2
+    import dataclasses
+    assert predicted_initial_loss(dataclasses.replace(c, norm_eps=1e-5)) == pytest.approx(16.0058 * 0.989, rel=2e-3)
+
+
+def test_a_zero_initialised_untied_head_starts_at_exactly_ln_n():
+    """modded-nanogpt's 2024-11-03_UntieEmbed record zero-initialises its untied head: every logit is 0, the loss is
+    ln n exactly. Its log: `step:0/4578 val_loss:10.8258` = ln 50304."""
+    assert math.log(50304) == pytest.approx(10.8258, abs=5e-5)
+    m = GPT(GPTConfig(head="untied", n_layer=1, n_embd=32, vocab_size=50304, block_size=16))
+    torch.nn.init.zeros_(m.lm_head.weight)
+    x = torch.randint(0, 50304, (2, 16))
+    assert m(x, x)[1].item() == pytest.approx(math.log(50304), abs=1e-4)
+
+
+def test_rmsnorm_and_layernorm_differ_only_by_the_mean_at_init():
+    """LayerNorm removes w's mean (one of d directions); RMSNorm doesn't. Their outputs for a fresh row agree
+    to ~ 1/sqrt(d) in direction, and the LayerNorm output sums to zero."""
+    torch.manual_seed(0)
+    w = torch.randn(1000, 768) * 0.02
+    ln = torch.nn.functional.layer_norm(w, (768,), eps=1e-5)
+    rms = torch.nn.functional.rms_norm(w, (768,), eps=1e-5)
+    cos = torch.nn.functional.cosine_similarity(ln, rms, dim=-1)
+    assert ln.sum(-1).abs().max() < 1e-3 and rms.sum(-1).abs().mean() > 1.0
+    assert (1 - cos).mean().item() == pytest.approx(1 / (2 * 768), rel=0.2)  # 1 - cos ~ (mean^2/rms^2)/2 ~ 1/(2d)
+
+
+def test_the_self_logit_spreads_by_one_over_sqrt_2d_after_layernorm():
+    """Lesson 02's spread: after LayerNorm the self-logit a = h . w = sqrt(d) |w - mean| has relative sd
+    1/sqrt(2d) (|w|^2 has relative sd sqrt(2/d); the square root halves it)."""
+    d = 768
+    torch.manual_seed(0)
+    w = torch.randn(20000, d) * 0.02
+    a = (torch.nn.functional.layer_norm(w, (d,), eps=0.0) * w).sum(-1)
+    assert (a.std() / a.mean()).item() == pytest.approx(1 / math.sqrt(2 * d), rel=0.05)
+
+
+@pytest.mark.parametrize("cap", [3.0, 10.0, 30.0])
+def test_a_softcap_bounds_the_self_logit_but_removes_the_blowup_only_when_small(corpus_tokens, cap):
+    """c tanh(d sigma / c): at c = 30 the cap is nearly idle (d sigma = 16 -> 14.6), at c = 3 the self-logit can't
+    beat ln n and the first loss is near the uniform ln n."""
+    torch.manual_seed(2)
+    m = GPT(GPTConfig(head="softcap", softcap=cap, n_layer=1, n_embd=256, block_size=128))
+    x, y = batch(corpus_tokens, 8, 128, seed=2)
+    with torch.no_grad():
+        logits, loss = m(x, y)
+    assert logits.abs().max().item() < cap
+    r = (x == y).float().mean().item()
+    assert loss.item() == pytest.approx(predicted_initial_loss(m.config, r), rel=0.02)
+    v = m.config.n_embd * m.config.sigma ** 2  # the other logits' variance: untied's first loss is ln n + v/2
+    if cap <= math.log(N) / 3:  # the capped self-logit is small next to ln n: as good as untying
+        assert loss.item() < math.log(N) + v / 2 + 0.05
+    if cap >= m.config.n_embd * m.config.sigma:  # the cap is barely engaged: still the tied blow-up
+        assert loss.item() > math.log(N) + 2
+
+
+def test_the_channel_shuffle_is_its_own_inverse_when_groups_is_sqrt_d():
+    """The ShuffleNet shuffle is a transpose of a g x (d/g) grid: with g = sqrt(d) the grid is square and
+    transposing twice is the identity, so every cycle has length 1 or 2, like the half swap."""
+    from tiedgpt import ChannelShuffle
+    for d, g in [(16, 4), (64, 8), (256, 16)]:
+        shuffle = ChannelShuffle(GPTConfig(head="channel", n_embd=d, channel_groups=g))
+        x = torch.arange(d, dtype=torch.float32)
+        assert torch.equal(shuffle(shuffle(x)), x)
+    perm = ChannelShuffle(GPTConfig(head="channel", n_embd=256, channel_groups=4))(torch.arange(256.0)).long()
+    cycles, seen = [], set()
+    for i in range(256):
+        if i in seen:
+            continue
+        j, n = i, 0
+        while j not in seen:
+            seen.add(j)
+            j, n = perm[j].item(), n + 1
+        cycles.append(n)
+    assert cycles.count(2) == 6  # d = 256, g = 4: six 2-cycles among long ones (lesson 03 used to say "all long")
