@@ -63,9 +63,10 @@ def test_non_embedding_count_leaves_out_the_tied_table():
 
 # --- every head ------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("head", HEADS)
-def test_every_head_returns_logits_of_the_right_shape(head):
-    m = tiny(head, fused_loss=False)
+def test_every_head_returns_logits_of_the_right_shape(head, norm):
+    m = tiny(head, fused_loss=False, norm=norm)
     x = torch.randint(0, 97, (3, 16))
     logits, loss = m(x, x)
     assert logits.shape == (3, 16, 97) and loss.ndim == 0 and torch.isfinite(loss)
@@ -78,10 +79,11 @@ def test_every_head_returns_logits_of_the_right_shape(head):
     assert logits.shape == (3, 1, 97) and loss is None
 
 
+@pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("head", HEADS)
-def test_every_head_trains_a_step(head):
+def test_every_head_trains_a_step(head, norm):
     torch.manual_seed(0)
-    m = tiny(head)
+    m = tiny(head, norm=norm)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
     x = torch.randint(0, 97, (4, 16))
     before = m(x, x)[1].item()

@@ -410,3 +410,10 @@ def test_tokens_count_what_was_seen_when_batch_size_changes_on_resume(data_dir, 
                 "--resume=true"]).returncode == 0
     r = rows(tmp_path)
     assert r[7]["tokens"] == 4 * 4 * 16 + 4 * 8 * 16  # 4 steps of 4 x 16, then 4 of 8 x 16
+
+
+def test_the_rmsnorm_softcap_variant_trains_from_the_command_line(data_dir):
+    p = run([*TINY, "--max_iters=3", "--eval_interval=3", "--out_dir=", "--norm=rmsnorm", "--head=softcap",
+             "--softcap=5"])
+    assert p.returncode == 0, p.stderr
+    assert "head=softcap" in p.stdout and "final val loss" in p.stdout
