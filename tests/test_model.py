@@ -309,11 +309,12 @@ def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma, norm):
         assert loss > math.log(N) + 4
 
 
+@pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("head", HEADS)
-def test_initial_loss_of_every_head_matches_its_own_prediction(corpus_tokens, head):
+def test_initial_loss_of_every_head_matches_its_own_prediction(corpus_tokens, head, norm):
     d = 256
     torch.manual_seed(1)
-    m = GPT(GPTConfig(head=head, n_layer=1, n_embd=d, block_size=128))
+    m = GPT(GPTConfig(head=head, n_layer=1, n_embd=d, block_size=128, norm=norm))
     x, y = batch(corpus_tokens, 16, 128, seed=1)
     r = (x == y).float().mean().item()
     if r > 0.05 and head not in ("tied", "logn", "scale"):
