@@ -403,3 +403,87 @@ def seed_gap_rows(by_arm_, fixes=CORE_FIXES, slow="logn"):
     gap = {st: [STATS[st](by_arm_[slow][s]) - np.mean([STATS[st](by_arm_[f][s]) for f in fixes]) for s in seeds]
            for st in ("early", "best")}
     return dict(seeds=seeds, gap=gap, early=compare(gap["early"]), best=compare(gap["best"]))
+
+
+# ----------------------------------------------------------------------------------------------------
+# The verdicts in words (lesson 04's conclusion). Reporting only: these functions read the verdicts above and
+# add no rule of their own.
+
+CLAIM_WORDS = {
+    "1 logn slowest": "logn converges slowest of the fixes",
+    "1 with bert and channel": "logn converges slowest, counting bert and channel too",
+    "2 other fixes converge alike": "the other fixes converge alike",
+    "2 with bert and channel": "the other fixes converge alike, counting bert and channel too",
+    "3 all fixes end alike": "all fixes end alike",
+    "4 no final gain over tied": "no fix ends better than plain tying",
+}
+STAT_WORDS = {"early": "mean val loss over the first half", "best": "best val loss", "last": "last val loss"}
+
+
+def _gap(r):
+    """'logn - ortho -0.080 nats [-0.104, -0.057]': one comparison with its 95% interval."""
+    ci = r.get("ci95")
+    ci = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+    return f"{r['a']} - {r['b']} {r['mean']:+.3f} nats{ci}"
+
+
+def _decisive(name, claim):
+    """The comparisons that decided a verdict (for CONTRADICTED, the ones that contradict)."""
+    rows, v = claim["rows"], claim["verdict"]
+    if v == "SUPPORTED":
+        return rows
+    if v == "CONTRADICTED":
+        if name.startswith("1"):
+            return [r for r in rows if r["bonferroni"] == "lower" or r["alike"]]
+        return [r for r in rows if r["bonferroni"] and not r["alike"]]
+    return [r for r in rows if not r["alike"]]
+
+
+def explain(name, claim, seeds_planned=None):
+    """One claim's verdict as a sentence a student can read, with the numbers that decided it."""
+    what = CLAIM_WORDS.get(name, name)
+    stat = STAT_WORDS.get(claim.get("stat"), claim.get("stat"))
+    v = claim["verdict"]
+    head = f"Claim {name.split()[0]} ({what}; statistic: {stat}): {v}."
+    if v == "PENDING":
+        n = min((r["n"] for r in claim["rows"]), default=0)
+        return head + f" Fewer than {MIN_SEEDS} paired seeds ({n} so far" + \
+            (f" of {seeds_planned} planned" if seeds_planned else "") + "): no verdict yet."
+    rows = _decisive(name, claim)
+    if v == "SUPPORTED":
+        if name.startswith("1"):
+            why = "logn is behind every other fix beyond the margin: " + "; ".join(_gap(r) for r in rows)
+        else:
+            why = f"every difference lies inside +-{MARGIN} nats (90% interval): " + "; ".join(_gap(r) for r in rows)
+        return head + " The data agree with the post: " + why + "."
+    if v == "CONTRADICTED":
+        parts = []
+        for r in rows:
+            if name.startswith("1"):
+                parts.append(_gap(r) + (" (alike: not slower)" if r["alike"] else " (logn ahead)"))
+            elif name.startswith("4"):
+                parts.append(_gap(r) + (f" ({r['a']} ends better than tied)" if r["mean"] < 0
+                                        else f" ({r['a']} ends worse than tied)"))
+            else:
+                parts.append(_gap(r) + " (different)")
+        return head + " The data disagree with the post: " + "; ".join(parts) + "."
+    return head + (" The intervals are too wide to decide either way (more seeds would narrow them): "
+                   + "; ".join(_gap(r) for r in rows) + ".")
+
+
+def explain_control(control):
+    """The causal control's verdict in words, and what its two comparisons show."""
+    v = control["verdict"]
+    if v == "PENDING":
+        return f"The control (why logn is slow): PENDING, fewer than {MIN_SEEDS} paired seeds."
+    lc, co = control["rows"]
+    meaning = {"small sigma": "the control, with logn's small sigma and no self-logit, lags like logn: the small "
+                              "sigma is the cause",
+               "self-logit": "logn lags the control, which has the same small sigma: the tied self-logit is the cause",
+               "both": "logn lags the control and the control lags ortho: both the self-logit and the small sigma",
+               "undecided": "neither comparison shows a lag beyond the margin, so the control names no cause"}[v]
+    out = f"The control (why logn is slow): {v}: {meaning}. {_gap(lc)} ({lc['word']}); {_gap(co)} ({co['word']})."
+    if v == "undecided" and lc["word"].startswith("A lower"):
+        out += (" Read descriptively (no rule of section 2 asks this): logn is AHEAD of the control, so at the same "
+                "small sigma the self-logit speeds the start up rather than slowing it.")
+    return out

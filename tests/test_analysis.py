@@ -133,3 +133,21 @@ def test_d768_settings_share_the_logn_and_control_runs():
         assert sorted(s[name]["logn"]) == [1, 2, 3, 4, 5] and sorted(s[name]["control"]) == [1, 2, 3, 4, 5]
         assert {"tied", "untied", "ortho", "shuffle"} <= set(s[name])
     assert sorted(s["sigma=0.02"]["ortho"]) == [1, 2, 3, 4, 5]  # the primary comparison has 5 seeds
+
+
+def test_the_conclusion_names_the_comparison_that_contradicts_a_claim():
+    """The lesson's conclusion is generated from the verdicts: a planted logn *lead* contradicts claim 1, and the
+    sentence quotes that pair with its interval rather than a bare verdict word."""
+    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=-0.08), seeds=5, seed_sd=0.03, run_sd=0.005, rng=3)
+    claims = A.all_claims(A.by_arm(runs))
+    text = A.explain("1 logn slowest", claims["1 logn slowest"])
+    assert claims["1 logn slowest"]["verdict"] == "CONTRADICTED"
+    assert "CONTRADICTED" in text and "logn - ortho" in text and "logn ahead" in text and "[" in text
+    control = A.explain_control(claims["control: why logn is slow"])
+    assert "undecided" in control and "AHEAD of the control" in control
+
+
+def test_the_conclusion_says_pending_with_the_seed_count():
+    runs = A.synthetic_runs({a: 0.0 for a in ARMS}, seeds=2, rng=0)
+    text = A.explain("1 logn slowest", A.all_claims(A.by_arm(runs))["1 logn slowest"], seeds_planned=5)
+    assert "PENDING" in text and "2 so far of 5 planned" in text
