@@ -4,7 +4,8 @@ The convergence experiment behind lesson 04: every head, same data, same batches
     python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: re-runs lesson 04's live scale into a
                                         # fresh folder (out/reproduce/live) and compares it with the committed runs
     python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
-                                        # warmup + cosine over 1200 steps (~25 single-core minutes a run, 42 runs)
+                                        # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min on one idle
+                                        # core, ~40 beside a second worker; lesson 04 prints the measured median)
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
@@ -20,8 +21,10 @@ dies), so on a 2-core CPU `OMP_NUM_THREADS=1` twice side by side is the fastest 
     OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true &
 
 Seeds. In the d768 scale the run's seed drives both the model init and the training data order
-(data_seed = seed): two seeds differ in both, two heads of one seed differ only in the head, so comparisons
-are paired by seed. The older scales (live, full, gpt2) fixed the data order (data_seed = 0) and varied only the
+(data_seed = seed): two seeds differ in both, and comparisons are paired by seed. Two heads of one seed see
+the same batches; tied, logn, untied, shuffle and channel also share the init draw, but ortho, bert and the
+control build their head's weights before the blocks are initialised (tiedgpt.GPT.__init__), which uses up
+random numbers, so their init draw differs (kept: changing it would change the committed runs). The older scales (live, full, gpt2) fixed the data order (data_seed = 0) and varied only the
 init; their plans are kept as they were so that the committed runs can be re-made and compared.
 
 The analysis (what counts as slower, alike, different) is in lessons/analysis.py, written before the d768 data.
