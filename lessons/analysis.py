@@ -25,7 +25,8 @@ Pairing and intervals
     A seed drives both the init and the data order (data_seed = seed), so runs of one seed share the batches.
     (They share the init draw too, except ortho, bert and the control, whose head weights are drawn first: found
     2026-11-23; it adds init noise to those pairs, which the intervals over seeds include.) Every comparison
-    A - B is the per-seed difference over the seeds both arms have; we report its mean, and a t confidence interval over seeds (df = seeds - 1). Fewer than 3 paired seeds: "pending", no verdict.
+    A - B is the per-seed difference over the seeds both arms have; we report its mean, and a t confidence
+    interval over seeds (df = seeds - 1). Fewer than 3 paired seeds: "pending", no verdict.
 
 The words, for one comparison A - B (alpha = 0.05)
     - "A higher" / "A lower" (different): the two-sided 95% t interval excludes 0.
