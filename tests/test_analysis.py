@@ -74,7 +74,8 @@ def test_under_the_null_the_claims_are_rarely_decided_wrongly():
         assert rate(v["2 other fixes converge alike"], "CONTRADICTED") <= 0.06
         assert rate(v["3 all fixes end alike"], "CONTRADICTED") <= 0.06
         assert rate(v["4 no final gain over tied"], "CONTRADICTED") <= 0.06
-        assert rate(v["control: why logn is slow"], "undecided") >= 0.85
+        causes = [w in ("small sigma", "self-logit", "both") for w in v["control: why logn is slow"]]
+        assert np.mean(causes) <= 0.05  # with nothing slow, the control rarely names a cause
 
 
 def test_a_planted_lag_of_logn_is_found_most_of_the_time():
@@ -144,7 +145,8 @@ def test_the_conclusion_names_the_comparison_that_contradicts_a_claim():
     assert claims["1 logn slowest"]["verdict"] == "CONTRADICTED"
     assert "CONTRADICTED" in text and "logn - ortho" in text and "logn ahead" in text and "[" in text
     control = A.explain_control(claims["control: why logn is slow"])
-    assert "undecided" in control and "AHEAD of the control" in control
+    assert claims["control: why logn is slow"]["verdict"] == "logn not slow"
+    assert "no slowness for the control to explain" in control and "AHEAD of the control" in control
 
 
 def test_the_conclusion_says_pending_with_the_seed_count():
@@ -213,3 +215,45 @@ def test_steps_to_target_rows_pair_by_seed_and_flag_a_target_crossed_before_the_
     assert r["target"] == pytest.approx(7.0) and r["mean"] == pytest.approx(400 / 3)
     assert r["diff"] == pytest.approx(np.mean([100 - 400 / 3, 200 / 3 - 400 / 3])) and r["pairs"] == 2
     assert rows[(0.5, "logn")]["early_cross"] and not r["early_cross"]
+
+
+def test_a_gain_over_tied_inside_the_margin_is_no_gain():
+    """Claim 4 with a real but tiny gain (0.008 nats, under half the 0.02 margin) measured very precisely: the gain
+    is significant, but the margin says it doesn't matter, so 'no gain' is SUPPORTED, not CONTRADICTED."""
+    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=-0.008), seeds=5, run_sd=0.002, rng=4)
+    c = A.claim_no_gain(A.by_arm(runs))
+    ortho = next(r for r in c["rows"] if r["a"] == "ortho")
+    assert ortho["word"].startswith("A lower") and ortho["no_gain"] and not ortho["gain"]
+    assert c["verdict"] == "SUPPORTED"
+
+
+def test_the_control_explains_nothing_when_logn_is_not_slow():
+    """The control asks *why* logn is slow. If logn is not behind ortho, a control lagging ortho must not be
+    reported as 'the small sigma is the cause': there is nothing to explain."""
+    runs = A.synthetic_runs({"logn": 0.0, "ortho": 0.0, "control": 0.05}, seeds=5, run_sd=0.004, rng=5)
+    v = A.control_verdict(A.by_arm(runs))
+    assert v["rows"][1]["word"] == "A higher"  # the control does lag ortho ...
+    assert v["verdict"] == "logn not slow"      # ... but logn doesn't, so no cause is named
+
+
+def test_alike_and_no_gain_claims_wait_for_their_arms_too():
+    runs = A.synthetic_runs({"logn": 0.0, "untied": 0.0, "ortho": 0.0}, seeds=5, run_sd=0.004, rng=6)
+    by = A.by_arm(runs)
+    c2 = A.claim_alike(by, A.CORE_FIXES, "early")
+    assert c2["verdict"] == "PENDING" and c2["waiting"] == ["shuffle"]
+    c4 = A.claim_no_gain(by)
+    assert c4["verdict"] == "PENDING" and "tied" in c4["waiting"]
+
+
+def test_a_diverged_run_is_named_not_averaged():
+    """A run whose loss went non-finite makes its comparisons 'invalid', and steps-to-target skips its bad
+    evaluations instead of turning every target into NaN."""
+    assert A.compare([0.01, float("nan"), 0.02])["word"] == "invalid (non-finite loss)"
+    mk = lambda vals: dict(history=[dict(step=s, val_loss=v) for s, v in zip((0, 100, 200), vals)])
+    by = {"logn": {1: mk([9.0, float("nan"), float("nan")]), 2: mk([9.0, 6.0, 5.0])},
+          "ortho": {1: mk([9.0, 8.0, 5.0]), 2: mk([9.0, 8.0, 4.0])}}
+    rows = {(r["q"], r["arm"]): r for r in A.target_rows(by, n=math.exp(9.0))}
+    assert all(math.isfinite(r["target"]) for r in rows.values())
+    logn = rows[(0.5, "logn")]
+    assert logn["reached"] == 1 and logn["seeds"] == 2          # the diverged seed never reaches it
+    assert rows[(0.5, "ortho")]["pairs"] == 1                   # and its pair is left out of the interval
