@@ -257,6 +257,10 @@ def _cli(argv):
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C or a kill: finished runs are on disk, the one in progress is not
+        print(f"reproduce.py: stopped; the runs finished so far are in {out}, the one in progress was not saved "
+              f"(--resume=true re-runs it)", file=sys.stderr)
+        return 130
     if os.path.abspath(out) != os.path.abspath(committed_path(scale)):
         compare_with_committed(scale, out)
     return 0

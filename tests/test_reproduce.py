@@ -122,3 +122,21 @@ def test_the_live_scale_rerun_reproduces_every_committed_run(tmp_path):
     out = str(tmp_path / "live")
     assert R.main("live", out=out, log=lambda *a: None) == 24
     assert R.compare_with_committed("live", out, log=lambda *a: None) < 2e-3
+
+
+def test_stopping_a_worker_prints_one_line_and_keeps_finished_runs(stub, tmp_path, monkeypatch, capsys):
+    """A worker stopped mid-run (Ctrl-C, or a kill that train() turns into KeyboardInterrupt) exits with one line
+    and code 130, the runs it finished stay on disk, and --resume=true picks up from there."""
+    calls = []
+
+    def stop_on_third(group, arm, overrides, log=print):
+        calls.append(arm)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return fake_run(group, arm, overrides, log)
+
+    monkeypatch.setattr(R, "run_one", stop_on_third)
+    assert R._cli(["live", f"--out={tmp_path}"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stopped" in err[0] and "--resume=true" in err[0]
+    assert len(R.load_runs(str(tmp_path))) == 2
