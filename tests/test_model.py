@@ -434,8 +434,11 @@ def test_a_softcap_bounds_the_self_logit_but_removes_the_blowup_only_when_small(
     v = m.config.n_embd * m.config.sigma ** 2  # the other logits' variance: untied's first loss is ln n + v/2
     if cap <= math.log(N) / 3:  # the capped self-logit is small next to ln n: as good as untying
         assert loss.item() < math.log(N) + v / 2 + 0.05
-    if cap >= m.config.n_embd * m.config.sigma:  # the cap is barely engaged: still the tied blow-up
-        assert loss.item() > math.log(N) + 2
+    if cap >= m.config.n_embd * m.config.sigma:  # the cap is barely engaged: still the tied blow-up, which lives
+        # where the next token is not the current one (the self-logit *rewards* a repeat, so on a repetitive
+        # corpus such as the offline fallback the mean loss hides it)
+        per_token = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1), reduction="none")
+        assert per_token[(x != y).view(-1)].mean().item() > math.log(N) + 2
 
 
 def test_the_channel_shuffle_is_its_own_inverse_when_groups_is_sqrt_d():
