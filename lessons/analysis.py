@@ -239,16 +239,16 @@ def _present(by_arm, names):
     return [a for a in names if by_arm.get(a)]
 
 
-def _verdict_or_pending(by_arm, names, rows):
-    """PENDING unless every arm in `names` has runs and every comparison has >= MIN_SEEDS paired seeds."""
-    if not rows or any(not by_arm.get(a) for a in names) or any(r["word"] == "pending" for r in rows):
-        return "PENDING"
-    return None
-
-
 def missing_arms(by_arm, names):
     """The arms a claim names that have no runs yet."""
     return [a for a in names if not by_arm.get(a)]
+
+
+def _verdict_or_pending(by_arm, names, rows):
+    """PENDING unless every arm in `names` has runs and every comparison has >= MIN_SEEDS paired seeds."""
+    if not rows or missing_arms(by_arm, names) or any(r["word"] == "pending" for r in rows):
+        return "PENDING"
+    return None
 
 
 def claim_slowest(by_arm, fixes=CORE_FIXES, slow="logn", stat="early"):
