@@ -4,21 +4,27 @@ The convergence experiment behind lesson 04: every head, same data, same batches
     python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: re-runs lesson 04's live scale into a
                                         # fresh folder (out/reproduce/live) and compares it with the committed runs
     python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
-                                        # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min on one idle
-                                        # core, ~40 beside a second worker; lesson 04 prints the measured median)
+                                        # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min with two
+                                        # workers on 2 idle cores; lesson 04 prints the measured median)
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
 Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds
 runs (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run
-a subset. Each finished run is one JSON file in the folder, written atomically; a restarted script skips the
-runs already there, so an interrupt loses at most the run in progress.
+a subset, --ckpt_dir=DIR to checkpoint runs in progress. Each finished run is one JSON file in the folder,
+written atomically; a restarted script skips the runs already there, so an interrupt loses at most the run in
+progress. With --ckpt_dir it loses at most the steps since that run's last evaluation: each run in progress
+keeps train.py's checkpoint (model, optimizer, RNG states; written at every evaluation and on Ctrl-C) in
+DIR/<run>/, a restarted worker continues it bit for bit (train.py's resume, tested), and the folder is removed
+once the run's JSON is written. A d768 checkpoint is ~0.3 GB per run in progress.
 
 Two workers may share a folder: each run is claimed with an flock on `.<run>.lock` (released when its process
 dies), so on a 2-core CPU `OMP_NUM_THREADS=1` twice side by side is the fastest way through a plan:
 
-    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true &
-    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true &
+    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true \
+        --ckpt_dir=out/reproduce/ckpt &
+    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true \
+        --ckpt_dir=out/reproduce/ckpt &
 
 Seeds. In the d768 scale the run's seed drives both the model init and the training data order
 (data_seed = seed): two seeds differ in both, and comparisons are paired by seed. Two heads of one seed see
@@ -36,6 +42,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -46,7 +53,7 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from train import Config, load_data, train  # noqa: E402
+from train import Config, TrainingError, load_data, train  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
@@ -165,16 +172,43 @@ def _git_commit():
         return None
 
 
-def run_one(group, arm, overrides, log=print):
-    """Train one run of the plan and return its record (the config the model was built from, its history)."""
+def _ckpt_step(folder):
+    """The step of the checkpoint in `folder` (a run's --ckpt_dir folder), or 0 if it holds none."""
+    path = os.path.join(folder, "ckpt.pt")
+    if not os.path.exists(path):
+        return 0
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True)["step"])  # data, never code
+    except Exception as e:  # a checkpoint is a cache: one we can't read costs a restart, nothing more
+        print(f"reproduce.py: can't read the checkpoint {path} ({type(e).__name__}); the run starts over",
+              file=sys.stderr)
+        return 0
+
+
+def run_one(group, arm, overrides, log=print, ckpt_dir=None):
+    """Train one run of the plan and return its record (the config the model was built from, its history).
+    With ckpt_dir, the run checkpoints into ckpt_dir/<run>/ and, if a checkpoint is already there (a worker
+    stopped mid-run), continues from it; the record says from which step (resumed_from_step) and wall_s is
+    then the time of this last part only."""
     config = config_for(overrides)
+    rid = run_id(group, arm, config.seed)
+    start = 0
+    if ckpt_dir:
+        folder = os.path.join(ckpt_dir, _file_name(rid)[:-len(".json")])
+        start = _ckpt_step(folder)
+        # resume continues the checkpoint; overwrite lets a fresh start replace a checkpoint of step 0
+        config = dataclasses.replace(config, out_dir=folder, resume=start > 0, overwrite=start == 0)
+        if start:
+            log(f"{rid}: continuing from the checkpoint at step {start} in {folder}")
     t0 = time.time()
     history = train(config, progress=False, log=lambda *a: None)
     wall = time.time() - t0
+    # the record's config is the run's, whatever folder it was checkpointed in
+    config = dataclasses.replace(config, out_dir="", resume=False, overwrite=False)
     # with vocab='corpus', train() shrinks vocab_size to the corpus's n; logn's sigma depends on that n
     model_config = load_data(config, log=lambda *a: None)[0]
     vals = [r["val_loss"] for r in history if r.get("val_loss") is not None]
-    return dict(id=run_id(group, arm, config.seed), group=group, arm=arm, head=config.head, seed=config.seed,
+    return dict(id=rid, group=group, arm=arm, head=config.head, seed=config.seed, resumed_from_step=start,
                 wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
                 git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
                 config=dataclasses.asdict(model_config), n=model_config.vocab_size, d=config.n_embd,
@@ -182,8 +216,9 @@ def run_one(group, arm, overrides, log=print):
                 history=[{k: r[k] for k in KEEP + ("eval_train_loss",) if k in r} for r in history])
 
 
-def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=print):
-    """Run the plan's runs that `out` lacks (a subset with groups/seeds/arms); returns the number run."""
+def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=print, ckpt_dir=None):
+    """Run the plan's runs that `out` lacks (a subset with groups/seeds/arms); returns the number run.
+    ckpt_dir: where runs in progress keep their checkpoints (None: nowhere; a stopped run starts over)."""
     out = out or os.path.join(ROOT, "out", "reproduce", scale)
     if os.path.isfile(out):
         raise SystemExit(f"reproduce.py: --out={out} is a file; give a folder")
@@ -207,8 +242,10 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
                 continue
             if os.path.exists(path):  # finished by another worker meanwhile
                 continue
-            record = run_one(group, arm, overrides, log)
+            record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
             _write_atomic(path, record)
+            if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
+                shutil.rmtree(os.path.join(ckpt_dir, _file_name(rid)[:-len(".json")]), ignore_errors=True)
         done += 1
         log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "
             f"({record['wall_s']:.0f} s, {record['threads']} thread(s))")
@@ -236,10 +273,10 @@ def compare_with_committed(scale, out, log=print):
 
 def _cli(argv):
     usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768 [--out=DIR] [--resume=true] "
-             "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control]")
+             "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]")
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
     if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \
-            or set(opts) - {"out", "resume", "groups", "seeds", "arms"} \
+            or set(opts) - {"out", "resume", "groups", "seeds", "arms", "ckpt_dir"} \
             or opts.get("resume", "false").lower() not in ("true", "false"):
         print(usage, file=sys.stderr)
         return 2
@@ -253,13 +290,18 @@ def _cli(argv):
     try:
         main(scale, out=out, resume=opts.get("resume", "false").lower() == "true", seeds=seeds,
              groups=opts["groups"].split(",") if "groups" in opts else None,
-             arms=opts["arms"].split(",") if "arms" in opts else None)
+             arms=opts["arms"].split(",") if "arms" in opts else None, ckpt_dir=opts.get("ckpt_dir") or None)
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
+    except (TrainingError, ValueError) as e:  # a run diverged, or a checkpoint or a setting was refused
+        print(f"reproduce.py: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # Ctrl-C or a kill: finished runs are on disk, the one in progress is not
-        print(f"reproduce.py: stopped; the runs finished so far are in {out}, the one in progress was not saved "
-              f"(--resume=true re-runs it)", file=sys.stderr)
+        where = (f"the one in progress has a checkpoint in {opts['ckpt_dir']} (--resume=true with the same "
+                 f"--ckpt_dir continues it)" if opts.get("ckpt_dir") else
+                 "the one in progress was not saved (--resume=true re-runs it; --ckpt_dir=DIR would keep it)")
+        print(f"reproduce.py: stopped; the runs finished so far are in {out}, {where}", file=sys.stderr)
         return 130
     if os.path.abspath(out) != os.path.abspath(committed_path(scale)):
         compare_with_committed(scale, out)

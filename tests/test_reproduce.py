@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "lessons"))
 import reproduce as R  # noqa: E402
 
 
-def fake_run(group, arm, overrides, log=print):
+def fake_run(group, arm, overrides, log=print, ckpt_dir=None):
     return dict(id=R.run_id(group, arm, overrides["seed"]), group=group, arm=arm, head=overrides["head"],
                 seed=overrides["seed"], wall_s=0.0, threads=1, best_val=5.0, last_val=5.1,
                 history=[dict(step=0, val_loss=9.0), dict(step=10, val_loss=5.1 + 0.001 * overrides["seed"])])
@@ -129,7 +129,7 @@ def test_stopping_a_worker_prints_one_line_and_keeps_finished_runs(stub, tmp_pat
     and code 130, the runs it finished stay on disk, and --resume=true picks up from there."""
     calls = []
 
-    def stop_on_third(group, arm, overrides, log=print):
+    def stop_on_third(group, arm, overrides, log=print, ckpt_dir=None):
         calls.append(arm)
         if len(calls) == 3:
             raise KeyboardInterrupt
@@ -140,3 +140,74 @@ def test_stopping_a_worker_prints_one_line_and_keeps_finished_runs(stub, tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "stopped" in err[0] and "--resume=true" in err[0]
     assert len(R.load_runs(str(tmp_path))) == 2
+
+
+@pytest.fixture
+def tiny_data(tmp_path_factory, monkeypatch):
+    """pydoc's topics, prepared into a temp dir (as in test_train.py): real training in seconds."""
+    d = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("TIEDGPT_DATA_DIR", str(d))
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(d))
+    P.prepare("pydoc_topics", log=lambda *_: None)
+    return d
+
+
+def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(tiny_data, tmp_path, monkeypatch):
+    """With --ckpt_dir a run stopped mid-way (a session's hard stop, a kill) is not lost: a restarted worker
+    continues it from the last evaluation's checkpoint, and the record equals the uninterrupted run's."""
+    import train as T
+    tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
+                sample_tokens=0, log_interval=1, max_iters=30, eval_interval=10, out_dir="", head="tied", seed=3,
+                data_seed=None, warmup_iters=5)
+    whole = R.run_one("main", "tied", tiny, log=lambda *a: None)
+    assert whole["resumed_from_step"] == 0
+
+    real_lr_at, calls = T.lr_at, []
+
+    def killed_at_step_25(it, c):  # the process dies during step 25: no checkpoint since step 20's evaluation
+        calls.append(it)
+        if it == 25:
+            raise RuntimeError("killed")
+        return real_lr_at(it, c)
+
+    monkeypatch.setattr(T, "lr_at", killed_at_step_25)
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(RuntimeError, match="killed"):
+        R.run_one("main", "tied", tiny, log=lambda *a: None, ckpt_dir=str(ckpt))
+    monkeypatch.setattr(T, "lr_at", real_lr_at)
+    folder = ckpt / R._file_name(R.run_id("main", "tied", 3))[:-len(".json")]
+    assert R._ckpt_step(str(folder)) == 20
+
+    said = []
+    again = R.run_one("main", "tied", tiny, log=said.append, ckpt_dir=str(ckpt))
+    assert again["resumed_from_step"] == 20 and "step 20" in said[0]
+    for key in ("val_loss", "train_loss", "emb_rms"):
+        assert [h.get(key) for h in again["history"]] == [h.get(key) for h in whole["history"]], key
+    assert again["config"] == whole["config"]  # the record doesn't remember where it was checkpointed
+
+
+def test_main_removes_a_finished_runs_checkpoint_and_says_where_a_stopped_one_is(stub, tmp_path, capsys,
+                                                                                 monkeypatch):
+    ckpt = tmp_path / "ckpt"
+    seen = []
+
+    def run_with_ckpt(group, arm, overrides, log=print, ckpt_dir=None):
+        folder = os.path.join(ckpt_dir, R._file_name(R.run_id(group, arm, overrides["seed"]))[:-len(".json")])
+        os.makedirs(folder)  # what train() would leave: a folder with a checkpoint
+        seen.append(folder)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return fake_run(group, arm, overrides, log)
+
+    monkeypatch.setattr(R, "run_one", run_with_ckpt)
+    assert R._cli(["live", f"--out={tmp_path / 'runs'}", f"--ckpt_dir={ckpt}"]) == 130
+    assert [os.path.exists(f) for f in seen] == [False, False, True]  # finished runs' folders are gone
+    err = capsys.readouterr().err
+    assert "has a checkpoint in" in err and str(ckpt) in err
+
+
+def test_an_unreadable_checkpoint_costs_a_restart_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "ckpt.pt").write_bytes(b"not a checkpoint")
+    assert R._ckpt_step(str(tmp_path)) == 0
+    assert "starts over" in capsys.readouterr().err
