@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from data.prepare import ensure_prepared, get_encoding, load_split
@@ -209,6 +210,26 @@ def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut
             loss = model(xy[:, :-1], xy[:, 1:], return_logits=False)[1]
         total += loss.float().item() * len(s)
     return total / n_win
+
+
+@torch.no_grad()
+def window_losses(model, data, block_size, device, lut=None, windows_per_batch=64):
+    """The loss of each non-overlapping block_size window of `data` (the windows full_split_loss averages),
+    as a float64 numpy array: their mean is full_split_loss up to float rounding. Lesson 04 uses the spread
+    over windows to measure how noisy a whole-split val loss is: a paired difference A - B measured on W
+    windows has standard error sd(window differences) / sqrt(W)."""
+    n_win = (len(data) - 1) // block_size
+    starts = np.arange(n_win) * block_size
+    out = []
+    for i in range(0, n_win, windows_per_batch):
+        xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
+        if lut is not None:
+            xy = lut[xy]
+        xy = torch.from_numpy(xy).to(device)
+        logits = model.logits(model.hidden(xy[:, :-1])).float()  # (windows, T, n): one batch at a time
+        per_token = F.cross_entropy(logits.transpose(1, 2), xy[:, 1:], reduction="none")  # (windows, T)
+        out.append(per_token.mean(1).double().cpu().numpy())
+    return np.concatenate(out)
 
 
 def corpus_vocab(c, train_data, val_data):

@@ -53,7 +53,8 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from train import Config, TrainingError, load_data, train  # noqa: E402
+from tiedgpt import GPT  # noqa: E402
+from train import Config, TrainingError, load_data, train, window_losses  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
@@ -185,11 +186,21 @@ def _ckpt_step(folder):
         return 0
 
 
+def final_window_losses(folder, config, val_data, lut):
+    """The loss of every whole-split val window (train.window_losses) under the model in folder/ckpt.pt, which
+    at the end of a run is the final model. Lesson 04 reads the measurement noise of a val loss off them."""
+    state = torch.load(os.path.join(folder, "ckpt.pt"), map_location="cpu", weights_only=True)  # data, not code
+    model = GPT(config.model_config())
+    model.load_state_dict(state["model"])
+    return window_losses(model.eval(), val_data, config.block_size, "cpu", lut)
+
+
 def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     """Train one run of the plan and return its record (the config the model was built from, its history).
     With ckpt_dir, the run checkpoints into ckpt_dir/<run>/ and, if a checkpoint is already there (a worker
     stopped mid-run), continues from it; the record says from which step (resumed_from_step) and wall_s is
-    then the time of this last part only."""
+    then the time of this last part only. It also keeps, from the final checkpoint, the loss of every val window
+    under the final model (val_windows_last), whose spread measures the noise of a whole-split val loss."""
     config = config_for(overrides)
     rid = run_id(group, arm, config.seed)
     start = 0
@@ -206,14 +217,17 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     # the record's config is the run's, whatever folder it was checkpointed in
     config = dataclasses.replace(config, out_dir="", resume=False, overwrite=False)
     # with vocab='corpus', train() shrinks vocab_size to the corpus's n; logn's sigma depends on that n
-    model_config = load_data(config, log=lambda *a: None)[0]
+    model_config, _, _, val_data, _, lut = load_data(config, log=lambda *a: None)
     vals = [r["val_loss"] for r in history if r.get("val_loss") is not None]
+    extra = {}
+    if ckpt_dir:  # the final checkpoint holds the trained model: keep the loss of each val window it scores
+        extra["val_windows_last"] = [round(float(x), 6) for x in final_window_losses(folder, model_config, val_data, lut)]
     return dict(id=rid, group=group, arm=arm, head=config.head, seed=config.seed, resumed_from_step=start,
-                wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-                git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
-                config=dataclasses.asdict(model_config), n=model_config.vocab_size, d=config.n_embd,
-                sigma=model_config.sigma, best_val=min(vals), last_val=vals[-1],
-                history=[{k: r[k] for k in KEEP + ("eval_train_loss",) if k in r} for r in history])
+            wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+            git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
+            config=dataclasses.asdict(model_config), n=model_config.vocab_size, d=config.n_embd,
+            sigma=model_config.sigma, best_val=min(vals), last_val=vals[-1],
+            history=[{k: r[k] for k in KEEP + ("eval_train_loss",) if k in r} for r in history], **extra)
 
 
 def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=print, ckpt_dir=None):

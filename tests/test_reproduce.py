@@ -159,7 +159,7 @@ def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(t
     import train as T
     tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
                 sample_tokens=0, log_interval=1, max_iters=30, eval_interval=10, out_dir="", head="tied", seed=3,
-                data_seed=None, warmup_iters=5)
+                data_seed=None, warmup_iters=5, vocab="corpus")
     whole = R.run_one("main", "tied", tiny, log=lambda *a: None)
     assert whole["resumed_from_step"] == 0
 
@@ -185,6 +185,21 @@ def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(t
     for key in ("val_loss", "train_loss", "emb_rms"):
         assert [h.get(key) for h in again["history"]] == [h.get(key) for h in whole["history"]], key
     assert again["config"] == whole["config"]  # the record doesn't remember where it was checkpointed
+    assert "val_windows_last" not in whole  # without a checkpoint there is no final model to score
+
+
+def test_the_record_keeps_each_val_windows_loss_under_the_final_model(tiny_data, tmp_path):
+    """With --ckpt_dir the record holds the loss of every whole-split val window under the final model: their
+    mean is the run's last whole-split val loss, and their spread is what lesson 04 reads measurement noise from."""
+    tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
+                sample_tokens=0, max_iters=12, eval_interval=6, out_dir="", head="ortho", seed=1, eval_full_val=True,
+                vocab="corpus")
+    rec = R.run_one("main", "ortho", tiny, log=lambda *a: None, ckpt_dir=str(tmp_path))
+    w = rec["val_windows_last"]
+    val_tokens = len(R.load_data(R.config_for(tiny), log=lambda *a: None)[3])
+    assert len(w) == (val_tokens - 1) // 16
+    assert sum(w) / len(w) == pytest.approx(rec["last_val"], abs=1e-5)
+    assert max(w) - min(w) > 0.1  # windows differ: that spread is the measurement noise
 
 
 def test_main_removes_a_finished_runs_checkpoint_and_says_where_a_stopped_one_is(stub, tmp_path, capsys,
