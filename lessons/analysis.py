@@ -102,6 +102,13 @@ fix places where the code did less than the rules above say, found by an indepen
     f. A run with a non-finite val loss (a diverged run) makes its comparisons "invalid (non-finite loss)" rather
        than a silent "inconclusive"; steps-to-target ignores non-finite evaluations.
 
+Added 2026-11-24 (descriptive; changes no verdict): the measurement noise of a val loss. Runs made with
+reproduce.py --ckpt_dir keep the loss of each of the W whole-split val windows under the final model. For two
+runs of one seed, the windows' differences give the standard error of their measured `last` difference,
+sd(window differences) / sqrt(W) (windows as independent draws; also computed over blocks of adjacent windows,
+in case neighbours are correlated). The design needs it small next to the spread over seeds of the same
+paired difference (resolution()), which is the noise the intervals above are built from.
+
 Tests of the rules themselves (tests/test_analysis.py): on synthetic curves where every arm is equal plus seed
 noise, "different" is said at most ~5% of the time (2,000 draws, fixed RNG) and the claims' verdicts are rarely
 wrong; with a planted difference of a few noise units the rules detect it most of the time.
@@ -624,3 +631,30 @@ def resolution(by_arm_, pairs, stat, seeds=(3, 5)):
         return math.nan, {}, 0
     sd = float(np.sqrt(np.mean(np.square(sds))))
     return sd, {k: t_quantile(1 - ALPHA, k - 1) * sd / math.sqrt(k) for k in seeds}, len(sds)
+
+
+def measurement_noise(a_run, b_run, block=1):
+    """Standard error of the measured difference last(A) - last(B) that comes from the finite val split: the
+    runs' per-window val losses (val_windows_last, the same W windows for both) give W window differences;
+    their mean is the measured difference and sd / sqrt(W) its standard error. block > 1 averages adjacent
+    windows first (W // block blocks), which is the honest error if neighbouring windows are correlated.
+    None when either run has no window losses (runs made without --ckpt_dir)."""
+    if "val_windows_last" not in a_run or "val_windows_last" not in b_run:
+        return None
+    d = np.asarray(a_run["val_windows_last"], float) - np.asarray(b_run["val_windows_last"], float)
+    k = len(d) // block
+    d = d[:k * block].reshape(k, block).mean(1)
+    return float(d.std(ddof=1) / math.sqrt(k))
+
+
+def measurement_rows(by_arm_, block=1):
+    """measurement_noise() for every pair of arms and every seed both have with window losses:
+    a list of dict(a, b, seed, se)."""
+    out = []
+    names = sorted(by_arm_)
+    for a, b in _pairs(names):
+        for s in sorted(set(by_arm_[a]) & set(by_arm_[b])):
+            se = measurement_noise(by_arm_[a][s], by_arm_[b][s], block)
+            if se is not None:
+                out.append(dict(a=a, b=b, seed=s, se=se))
+    return out

@@ -257,3 +257,22 @@ def test_a_diverged_run_is_named_not_averaged():
     logn = rows[(0.5, "logn")]
     assert logn["reached"] == 1 and logn["seeds"] == 2          # the diverged seed never reaches it
     assert rows[(0.5, "ortho")]["pairs"] == 1                   # and its pair is left out of the interval
+
+
+def test_measurement_noise_is_the_standard_error_over_val_windows():
+    """Two runs scored on the same W windows: the error of their measured difference is sd / sqrt(W) of the
+    window differences; averaging adjacent windows first exposes correlated neighbours."""
+    rng = np.random.default_rng(0)
+    W = 528
+    base = rng.normal(5.0, 1.0, W)                      # windows differ a lot in difficulty...
+    a = dict(val_windows_last=(base + rng.normal(0.03, 0.1, W)).tolist())  # ...but both runs see the same ones
+    b = dict(val_windows_last=base.tolist())
+    se = A.measurement_noise(a, b)
+    assert se == pytest.approx(0.1 / math.sqrt(W), rel=0.1)  # the shared difficulty cancels in the pair
+    assert A.measurement_noise(a, dict()) is None            # a run made without --ckpt_dir
+    # neighbours that move together (a slow drift shared by blocks of 8 windows): block SE is the larger one
+    drift = np.repeat(rng.normal(0, 0.1, W // 8), 8)
+    c = dict(val_windows_last=(base + drift + rng.normal(0, 0.02, W)).tolist())
+    assert A.measurement_noise(c, b, block=8) > 2 * A.measurement_noise(c, b, block=1)
+    rows = A.measurement_rows({"x": {1: a, 2: a}, "y": {1: b}, "z": {1: dict()}})
+    assert [(r["a"], r["b"], r["seed"]) for r in rows] == [("x", "y", 1)]
