@@ -527,6 +527,26 @@ def _gap(r, level=95):
     return f"{r['a']} - {r['b']} {r['mean']:+.3f} nats{ci}"
 
 
+def _decided(r):
+    """A comparison that decided a CONTRADICTED verdict, with the interval the rule read: the Bonferroni one
+    (level 1 - alpha/k) for a difference; and whether the difference was shown to exceed the margin at all."""
+    cib = r.get("ci_bonferroni")
+    out = _gap(r) + (f", Bonferroni [{cib[0]:+.3f}, {cib[1]:+.3f}]" if cib else "")
+    ci90 = r.get("ci90")
+    if ci90 and ci90[0] < MARGIN and ci90[1] > -MARGIN and not r.get("alike"):
+        out += f"; not shown to exceed +-{MARGIN} (90% [{ci90[0]:+.3f}, {ci90[1]:+.3f}])"
+    return out
+
+
+def _why_undecided(r):
+    """Why one comparison of an INCONCLUSIVE claim decides nothing."""
+    if r["word"].startswith(("A higher", "A lower")) and not r.get("bonferroni"):
+        cib = r["ci_bonferroni"]
+        return (f"{_gap(r)} ({r['word']} at 95%, but not after the Bonferroni correction for the claim's comparisons: "
+                f"[{cib[0]:+.3f}, {cib[1]:+.3f}])")
+    return f"{_gap(r)} ({r['word']})"
+
+
 def explain(name, claim):
     """One claim's verdict as a sentence a student can read, with the numbers that decided it."""
     what = CLAIM_WORDS.get(name, name)
@@ -561,13 +581,13 @@ def explain(name, claim):
         return head + " The data agree with the post: " + why + "; ".join(_gap(r, 95 if one else 90) for r in rows) + "."
     if v == "CONTRADICTED":
         if one:
-            parts = [_gap(r) + (" (alike: not slower)" if r["alike"] else " (logn ahead)")
+            parts = [(_gap(r, 90) + " (alike: not slower)") if r["alike"] else (_decided(r) + " (logn ahead)")
                      for r in rows if r["bonferroni"] == "lower" or r["alike"]]
         else:
-            parts = [_gap(r) + " (different)" for r in rows if r["bonferroni"] and not r["alike"]]
+            parts = [_decided(r) + " (different)" for r in rows if r["bonferroni"] and not r["alike"]]
         return head + " The data disagree with the post: " + "; ".join(parts) + "."
-    return head + (" The intervals are too wide to decide either way (more seeds would narrow them): "
-                   + "; ".join(_gap(r) + f" ({r['word']})" for r in rows if not r["alike"]) + ".")
+    return head + (" No comparison decides it (more seeds would narrow the intervals): "
+                   + "; ".join(_why_undecided(r) for r in rows if not r["alike"]) + ".")
 
 
 def explain_control(control):
@@ -580,12 +600,15 @@ def explain_control(control):
     lc, co = control["rows"]
     if v == "logn not slow":
         lo = control["slow"]
-        out = (f"The control (why logn is slow): logn not slow: logn is not shown behind ortho ({_gap(lo)}, "
+        shown = "shown AHEAD of" if lo["word"].startswith("A lower") else "not shown behind"
+        out = (f"The control (why logn is slow): logn not slow: logn is {shown} ortho ({_gap(lo)}, "
                f"{lo['word']}), so there is no slowness for the control to explain. Its comparisons, for description: "
                f"{_gap(lc)} ({lc['word']}); {_gap(co)} ({co['word']}).")
         if lc["word"].startswith("A lower"):
-            out += (" Read descriptively (added 2026-11-23 after seeds 1-2 showed it; no rule of section 2 asks "
-                    "this): logn is AHEAD of the control, so at the same small sigma the self-logit speeds the start up.")
+            out += (" Read descriptively (added 2026-11-23 after seeds 1-2 showed it, worded 2026-11-24; no rule of "
+                    f"section 2 asks this): on {STAT_WORDS.get(control.get('stat'), control.get('stat'))}, logn is "
+                    "AHEAD of the control, so at the same small sigma the tied head with its self-logit leads ortho's "
+                    "head (the control also has its own init draw).")
         return out
     meaning = {"small sigma": "the control, with logn's small sigma and no self-logit, lags ortho while logn is shown "
                               "not to lag the control: the small sigma is the cause",

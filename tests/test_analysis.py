@@ -276,3 +276,23 @@ def test_measurement_noise_is_the_standard_error_over_val_windows():
     assert A.measurement_noise(c, b, block=8) > 2 * A.measurement_noise(c, b, block=1)
     rows = A.measurement_rows({"x": {1: a, 2: a}, "y": {1: b}, "z": {1: dict()}})
     assert [(r["a"], r["b"], r["seed"]) for r in rows] == [("x", "y", 1)]
+
+
+def test_a_contradiction_quotes_the_interval_that_decided_it_and_whether_it_clears_the_margin():
+    """CONTRADICTED rests on a Bonferroni interval: the sentence quotes it, and says so when the difference,
+    though shown to exist, was not shown to be bigger than the margin of 'alike'."""
+    seeds = [0.024, 0.022, 0.020]  # a tight, real difference of about one margin
+    r = dict(a="untied", b="shuffle", **A.compare(seeds, k=3))
+    assert r["bonferroni"] == "higher" and not r["alike"] and r["ci90"][0] < A.MARGIN  # different, size unshown
+    text = A.explain("2 other fixes converge alike", dict(verdict="CONTRADICTED", stat="early", rows=[r]))
+    assert "Bonferroni [" in text and "not shown to exceed" in text
+    big = dict(a="untied", b="shuffle", **A.compare([0.06, 0.05, 0.055], k=3))
+    assert "not shown to exceed" not in A.explain("2 other fixes converge alike",
+                                                  dict(verdict="CONTRADICTED", stat="early", rows=[big]))
+
+
+def test_an_inconclusive_claim_says_when_a_95_percent_difference_fails_the_bonferroni_correction():
+    r = dict(a="x", b="y", mean=0.03, word="A higher", bonferroni=None, alike=False, ci95=(0.001, 0.06),
+             ci90=(0.01, 0.05), ci_bonferroni=(-0.01, 0.07), n=3)
+    text = A.explain("3 all fixes end alike", dict(verdict="INCONCLUSIVE", stat="best", rows=[r]))
+    assert "not after the Bonferroni correction" in text and "too wide" not in text
