@@ -106,8 +106,11 @@ Added 2026-11-24 (descriptive; changes no verdict): the measurement noise of a v
 reproduce.py --ckpt_dir keep the loss of each of the W whole-split val windows under the final model. For two
 runs of one seed, the windows' differences give the standard error of their measured `last` difference,
 sd(window differences) / sqrt(W) (windows as independent draws; also computed over blocks of adjacent windows,
-in case neighbours are correlated). The design needs it small next to the spread over seeds of the same
-paired difference (resolution()), which is the noise the intervals above are built from.
+in case neighbours are correlated). Every seed is scored on the same windows, so part of this error can be
+shared by all seeds: a floor that more seeds don't lower and the t interval over seeds doesn't see. Lesson 04
+prints it beside the pair's own standard error over seeds and against the margin (twice it should sit well
+inside +-MARGIN). Reporting in words (explain, explain_control) was reworded the same day after a review:
+wording only, no verdict changed.
 
 Tests of the rules themselves (tests/test_analysis.py): on synthetic curves where every arm is equal plus seed
 noise, "different" is said at most ~5% of the time (2,000 draws, fixed RNG) and the claims' verdicts are rarely
