@@ -191,41 +191,40 @@ def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
     return xy[:, :-1], xy[:, 1:]
 
 
+def split_windows(data, block_size, device, lut=None, windows_per_batch=64):
+    """Every non-overlapping block_size window of `data` (plus its next-token targets), as (windows, T + 1)
+    batches of token ids on `device`: what full_split_loss and window_losses score. The < block_size tokens
+    past the last whole window are left out. `lut` renumbers ids (vocab='corpus')."""
+    n_win = (len(data) - 1) // block_size
+    starts = np.arange(n_win) * block_size
+    for i in range(0, n_win, windows_per_batch):
+        xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
+        if lut is not None:
+            xy = lut[xy]
+        yield torch.from_numpy(xy).to(device)
+
+
 @torch.no_grad()
 def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut=None, windows_per_batch=64):
     """Mean cross-entropy over every non-overlapping block_size window of `data`: each token after a window's
-    first is predicted once, from up to block_size tokens of context (the < block_size tokens past the last
-    whole window are left out). All windows have the same length, so the mean of batch means, weighted by
-    the number of windows in each batch, is the mean over tokens."""
-    n_win = (len(data) - 1) // block_size
-    starts = np.arange(n_win) * block_size
-    total = 0.0
-    for i in range(0, n_win, windows_per_batch):
-        s = starts[i:i + windows_per_batch]
-        xy = np.stack([data[j:j + block_size + 1] for j in s]).astype(np.int64)
-        if lut is not None:
-            xy = lut[xy]
-        xy = torch.from_numpy(xy).to(device)
+    first is predicted once, from up to block_size tokens of context. All windows have the same length, so
+    the mean of batch means, weighted by the number of windows in each batch, is the mean over tokens."""
+    total, n_win = 0.0, 0
+    for xy in split_windows(data, block_size, device, lut, windows_per_batch):
         with autocast:
             loss = model(xy[:, :-1], xy[:, 1:], return_logits=False)[1]
-        total += loss.float().item() * len(s)
+        total += loss.float().item() * len(xy)
+        n_win += len(xy)
     return total / n_win
 
 
 @torch.no_grad()
 def window_losses(model, data, block_size, device, lut=None, windows_per_batch=64):
-    """The loss of each non-overlapping block_size window of `data` (the windows full_split_loss averages),
-    as a float64 numpy array: their mean is full_split_loss up to float rounding. Lesson 04 uses the spread
-    over windows to measure how noisy a whole-split val loss is: a paired difference A - B measured on W
-    windows has standard error sd(window differences) / sqrt(W)."""
-    n_win = (len(data) - 1) // block_size
-    starts = np.arange(n_win) * block_size
+    """The loss of each window full_split_loss averages, as a float64 numpy array: their mean is full_split_loss
+    up to float rounding. Lesson 04 uses the spread over windows to measure how noisy a whole-split val loss
+    is: a paired difference A - B measured on W windows has standard error sd(window differences) / sqrt(W)."""
     out = []
-    for i in range(0, n_win, windows_per_batch):
-        xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
-        if lut is not None:
-            xy = lut[xy]
-        xy = torch.from_numpy(xy).to(device)
+    for xy in split_windows(data, block_size, device, lut, windows_per_batch):
         logits = model.logits(model.hidden(xy[:, :-1])).float()  # (windows, T, n): one batch at a time
         per_token = F.cross_entropy(logits.transpose(1, 2), xy[:, 1:], reduction="none")  # (windows, T)
         out.append(per_token.mean(1).double().cpu().numpy())

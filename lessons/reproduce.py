@@ -173,6 +173,11 @@ def _git_commit():
         return None
 
 
+def _ckpt_folder(ckpt_dir, rid):
+    """Where run `rid` keeps its checkpoint under --ckpt_dir: a folder named like its JSON file."""
+    return os.path.join(ckpt_dir, _file_name(rid)[:-len(".json")])
+
+
 def _ckpt_step(folder):
     """The step of the checkpoint in `folder` (a run's --ckpt_dir folder), or 0 if it holds none."""
     path = os.path.join(folder, "ckpt.pt")
@@ -205,7 +210,7 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     rid = run_id(group, arm, config.seed)
     start = 0
     if ckpt_dir:
-        folder = os.path.join(ckpt_dir, _file_name(rid)[:-len(".json")])
+        folder = _ckpt_folder(ckpt_dir, rid)
         start = _ckpt_step(folder)
         # resume continues the checkpoint; overwrite lets a fresh start replace a checkpoint of step 0
         config = dataclasses.replace(config, out_dir=folder, resume=start > 0, overwrite=start == 0)
@@ -259,7 +264,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
             record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
             _write_atomic(path, record)
             if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
-                shutil.rmtree(os.path.join(ckpt_dir, _file_name(rid)[:-len(".json")]), ignore_errors=True)
+                shutil.rmtree(_ckpt_folder(ckpt_dir, rid), ignore_errors=True)
         done += 1
         log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "
             f"({record['wall_s']:.0f} s, {record['threads']} thread(s))")
