@@ -49,6 +49,10 @@ class GPTConfig:
     # each block is the identity and the network *is* the 2-gram model of the derivation.
     # False gives nanoGPT's GPT-2 init (N(0, 0.02/sqrt(2 L)) output projections).
     zero_init_residual: bool = True
+    # With zero_init_residual: None (or 0) starts the branches' last layers at exactly 0; a small std (e.g. 1e-4)
+    # starts them NEAR zero, N(0, residual_std^2): still the 2-gram model at step 0 to within a small error, but
+    # movable by an optimizer whose step is relative to the weight's size (Tiger: lr x RMS, and RMS(0) = 0).
+    residual_std: float = None
     # How positions enter. 'rope' rotates queries and keys inside attention and adds nothing to the
     # residual stream, so w_i reaches the final norm untouched. 'learned' is GPT-2's additive table
     # (it breaks the 2-gram premise a little); 'none' relies on the causal mask alone.
@@ -91,6 +95,9 @@ class GPTConfig:
                              f"{self.channel_groups} (>= 2); valid heads: {', '.join(HEADS)}")
         if self.emb_std is not None and not self.emb_std > 0:
             raise ValueError(f"emb_std must be > 0 (or None for d**-0.5), got {self.emb_std}")
+        if self.residual_std is not None and not (self.residual_std >= 0 and self.zero_init_residual):
+            raise ValueError(f"residual_std={self.residual_std} needs zero_init_residual=true and a value >= 0 (it sets "
+                             f"how near zero the branches start; zero_init_residual=false is GPT-2's init)")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
@@ -444,7 +451,9 @@ class GPT(nn.Module):
     def _init_weights(self, module):
         if isinstance(module, nn.Linear):
             if getattr(module, "RESIDUAL_OUT", False):
-                if self.config.zero_init_residual:
+                if self.config.zero_init_residual and self.config.residual_std:  # near zero (see GPTConfig)
+                    nn.init.normal_(module.weight, 0.0, self.config.residual_std)
+                elif self.config.zero_init_residual:
                     nn.init.zeros_(module.weight)  # the branch adds exactly 0 at step 0
                 else:  # GPT-2: shrink the branch by sqrt of the number of residual additions
                     nn.init.normal_(module.weight, 0.0, 0.02 / math.sqrt(2 * self.config.n_layer))

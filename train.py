@@ -36,9 +36,13 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from data.prepare import ensure_prepared, get_encoding, load_split
+from optim import OPTIMIZERS, make_optimizer
 from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
 
 MODEL_FIELDS = [f.name for f in fields(GPTConfig)]
+# Under Tiger the residual branches start at N(0, TIGER_RESIDUAL_STD^2) instead of exactly 0 (see Config); small
+# enough that a fresh model's first loss stays within 1% of the 2-gram prediction at d = 768 (measured: lesson 05)
+TIGER_RESIDUAL_STD = 1e-4
 PEAK_TFLOPS = 790.0  # measured bf16 dense matmul peak of an H100/H200; MFU on a GPU is reported against it
 
 
@@ -56,14 +60,16 @@ class Config(GPTConfig):
     # A speed knob for teaching; it changes n, and every result made with it must say so.
     vocab: str = "full"
     batch_size: int = 8  # sequences per step, summed over all DDP processes
-    # optimisation: AdamW, linear warmup then cosine decay to min_lr
+    # optimisation: linear warmup then cosine decay to min_lr. 'adamw' steps are absolute (~lr per coordinate);
+    # 'tiger' and 'lamb' step by a fraction lr of each weight's own size (see optim.py, and lesson 05)
+    optimizer: str = "adamw"
     max_iters: int = 300
     lr: float = 1e-3
     min_lr: float = None  # None: lr / 10
     warmup_iters: int = 20
     lr_decay_iters: int = None  # None: max_iters
-    weight_decay: float = 0.1
-    beta1: float = 0.9
+    weight_decay: float = None  # None: the optimizer's own (adamw 0.1 as nanoGPT; tiger and lamb 0.01, their references')
+    beta1: float = 0.9  # AdamW's betas (Tiger and LAMB use their references' constants: optim.py)
     beta2: float = 0.95
     grad_clip: float = 1.0  # 0 disables clipping
     # True: torch's fused AdamW (one pass per tensor). False: the foreach implementation nanoGPT gets on a
@@ -76,6 +82,11 @@ class Config(GPTConfig):
     # token predicted once) instead of eval_iters random batches, so that measurement noise is small next to
     # the differences between seeds (33.8K tokens on Tiny Shakespeare). eval_train_loss stays on eval_iters.
     eval_full_val: bool = False
+    # > 0: up to this step, every log_interval steps (and at every evaluation), also the val loss over a fixed
+    # subset of dense_val_windows whole-split windows, evenly spaced (val_subset_loss): the first steps, where
+    # heads differ most, seen densely at a fraction of a whole-split evaluation's cost
+    dense_val_until: int = 0
+    dense_val_windows: int = 128
     log_interval: int = 10
     seed: int = 1337  # model init (and dropout)
     data_seed: int = None  # training batches; None: same as seed. Fix it to give every run the same data
@@ -99,6 +110,17 @@ class Config(GPTConfig):
             v = getattr(self, f.name)
             if isinstance(v, float) and not math.isfinite(v):
                 raise ValueError(f"{f.name} must be a finite number, got {v}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
+        if self.optimizer == "tiger" and self.zero_init_residual:
+            # Tiger steps each matrix by lr * RMS(matrix): exact zeros (RMS 0) would never move, and the blocks
+            # would stay the identity for ever. Near-zero branches keep the fresh model the 2-gram model.
+            if self.residual_std is None:
+                self.residual_std = TIGER_RESIDUAL_STD
+            elif self.residual_std == 0:
+                raise ValueError("optimizer=tiger moves each matrix by lr x its own RMS, so residual branches that start "
+                                 "at exactly zero (residual_std=0) never move; give a small --residual_std (default "
+                                 f"under tiger: {TIGER_RESIDUAL_STD:g}) or --zero_init_residual=false")
         super().__post_init__()
         if self.out_dir is None:
             self.out_dir = os.path.join("out", self.head)
@@ -115,7 +137,9 @@ class Config(GPTConfig):
             raise ValueError("max_iters, warmup_iters, sample_tokens and bench must be >= 0")
         if not self.lr > 0 or (self.min_lr is not None and self.min_lr < 0):
             raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
-        if self.weight_decay < 0 or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+        if min(self.dense_val_until, self.dense_val_windows) < 0:
+            raise ValueError("dense_val_until and dense_val_windows must be >= 0")
+        if (self.weight_decay is not None and self.weight_decay < 0) or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
         if (self.bench_baseline or self.bench_profile) and not self.bench:
             raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
@@ -153,11 +177,16 @@ HELP = dict(
     batch_size="sequences per step, over all processes", max_iters="training steps",
     lr="peak learning rate (> 0)", min_lr="final learning rate of the cosine (None: lr/10)",
     warmup_iters="linear warmup steps", lr_decay_iters="steps of the cosine decay (None: max_iters)",
-    weight_decay="AdamW weight decay (>= 0)", beta1="AdamW beta1 in [0, 1)", beta2="AdamW beta2 in [0, 1)",
+    optimizer="adamw (absolute steps) | tiger | lamb (steps relative to each weight's size; see optim.py)",
+    weight_decay="weight decay of matrices (>= 0; None: adamw 0.1, tiger and lamb 0.01)",
+    beta1="AdamW beta1 in [0, 1)", beta2="AdamW beta2 in [0, 1)",
+    residual_std="with zero_init_residual: init std of the branches' last layers (None or 0: exactly 0; tiger: 1e-4)",
     grad_clip="clip the gradient norm to this (0: off)",
     fused_adamw="torch's fused AdamW (true) or the foreach one (false); same numbers",
     eval_interval="steps between evaluations and checkpoints", eval_iters="batches per loss estimate",
     eval_full_val="val loss over the whole val split instead of eval_iters batches (true|false)",
+    dense_val_until="up to this step, a val-subset loss every log_interval steps (0: off)",
+    dense_val_windows="windows of the val split in that subset (evenly spaced)",
     log_interval="steps between logged rows", seed="init seed, in [0, 2**63)",
     data_seed="batch-order seed (None: the same as seed)",
     device="auto | cpu | cuda | cuda:N | mps", dtype="auto | float32 | bfloat16 (float16 is refused: see README)",
@@ -191,12 +220,16 @@ def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
     return xy[:, :-1], xy[:, 1:]
 
 
-def split_windows(data, block_size, device, lut=None, windows_per_batch=64):
+def split_windows(data, block_size, device, lut=None, windows_per_batch=64, subset=None):
     """Every non-overlapping block_size window of `data` (plus its next-token targets), as (windows, T + 1)
     batches of token ids on `device`: what full_split_loss and window_losses score. The < block_size tokens
-    past the last whole window are left out. `lut` renumbers ids (vocab='corpus')."""
+    past the last whole window are left out. `lut` renumbers ids (vocab='corpus'). subset=K keeps K of the
+    windows, evenly spaced over the split (all of them if K >= their number): the same K at every call."""
     n_win = (len(data) - 1) // block_size
     starts = np.arange(n_win) * block_size
+    if subset and subset < n_win:
+        starts = starts[np.unique(np.linspace(0, n_win - 1, subset).round().astype(np.int64))]
+        n_win = len(starts)
     for i in range(0, n_win, windows_per_batch):
         xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
         if lut is not None:
@@ -205,12 +238,14 @@ def split_windows(data, block_size, device, lut=None, windows_per_batch=64):
 
 
 @torch.no_grad()
-def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut=None, windows_per_batch=64):
-    """Mean cross-entropy over every non-overlapping block_size window of `data`: each token after a window's
-    first is predicted once, from up to block_size tokens of context. All windows have the same length, so
-    the mean of batch means, weighted by the number of windows in each batch, is the mean over tokens."""
+def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut=None, windows_per_batch=64,
+                    subset=None):
+    """Mean cross-entropy over every non-overlapping block_size window of `data` (subset=K: over K of them, evenly
+    spaced; see split_windows): each token after a window's first is predicted once, from up to block_size tokens
+    of context. All windows have the same length, so the mean of batch means, weighted by the number of windows
+    in each batch, is the mean over tokens."""
     total, n_win = 0.0, 0
-    for xy in split_windows(data, block_size, device, lut, windows_per_batch):
+    for xy in split_windows(data, block_size, device, lut, windows_per_batch, subset):
         with autocast:
             loss = model(xy[:, :-1], xy[:, 1:], return_logits=False)[1]
         total += loss.float().item() * len(xy)
@@ -229,6 +264,14 @@ def window_losses(model, data, block_size, device, lut=None, windows_per_batch=6
         per_token = F.cross_entropy(logits.transpose(1, 2), xy[:, 1:], reduction="none")  # (windows, T)
         out.append(per_token.mean(1).double().cpu().numpy())
     return np.concatenate(out)
+
+
+@torch.no_grad()
+def branch_rms(model):
+    """RMS over the weights of every residual branch's last layer (attention's and the MLP's c_proj): how far the
+    branches have grown from their (near-)zero init. 0 for a fresh model with exactly-zero branches."""
+    ws = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
+    return math.sqrt(sum(w.float().pow(2).sum().item() for w in ws) / max(1, sum(w.numel() for w in ws)))
 
 
 def corpus_vocab(c, train_data, val_data):
@@ -298,18 +341,6 @@ def load_data(c, log=print):
     return c, meta, train_data, val_data, ids, lut
 
 
-def make_optimizer(model, c):
-    """AdamW; matrices (including the embedding) decay, vectors (norms, biases) don't (nanoGPT's rule)."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [dict(params=[p for p in params if p.dim() >= 2], weight_decay=c.weight_decay),
-              dict(params=[p for p in params if p.dim() < 2], weight_decay=0.0)]
-    # fused: one kernel per tensor updates p, m and v in a single pass (on a 2-core CPU ~4x faster than the
-    # foreach implementation over the 12.9M-entry embedding); same update within float rounding
-    on_mps = any(p.device.type == "mps" for p in params)  # keep Apple GPUs on the long-supported foreach path
-    impl = dict(fused=True) if c.fused_adamw and not on_mps else dict(foreach=True)
-    return torch.optim.AdamW(groups, lr=c.lr, betas=(c.beta1, c.beta2), **impl)
-
-
 def flops_per_token(model):
     """Training FLOPs per token, PaLM-style: 6 per weight that multiplies (the head counts even when tied;
     the lookup does not) plus attention's 12 L T d."""
@@ -370,6 +401,11 @@ def load_checkpoint(path, config, data=None):
             if k not in same_weights and saved.get(k) != getattr(config, k)]
     if diff:
         raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
+    made_with = saved.get("optimizer", "adamw")  # checkpoints from before optim.py were all AdamW
+    if made_with != config.optimizer:
+        raise TrainingError(f"--resume: {path} was trained with optimizer={made_with} (now {config.optimizer}): its "
+                            f"saved optimizer state means nothing to {config.optimizer}; resume with "
+                            f"--optimizer={made_with}, or start a new run")
     if data is not None and state["data"] != data:
         diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in data.items() if state["data"].get(k) != v]
         raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
@@ -459,8 +495,9 @@ def environment(device, world_size):
 
 def train(c, progress=True, log=print):
     """Train per Config c and return the history: a list of dicts, one per logged step, with step,
-    tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, time, and at
-    evaluations val_loss and eval_train_loss (means over fixed batches). Raises TrainingError on
+    tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms),
+    lnf_gain (the final norm's mean gain), time, at evaluations val_loss and eval_train_loss (means over fixed
+    batches), and with dense_val_until val_subset_loss. Raises TrainingError on
     divergence, a bad checkpoint or a busy out_dir, ValueError on impossible settings.
     The out_dir is locked for the run's life (see claim_out_dir)."""
     master = int(os.environ.get("RANK", 0)) == 0
@@ -537,10 +574,17 @@ def _train(c, progress, log):
             model, device_ids=[local_rank] if device.type == "cuda" else None)
 
     @torch.no_grad()
-    def evaluate():
-        """Mean loss over eval_iters fixed batches of each split (the same batches every time)."""
+    def evaluate(full=True, dense=False):
+        """Mean loss over eval_iters fixed batches of each split (the same batches every time); dense: also the
+        val-subset loss; full=False: that alone."""
         raw_model.eval()
         out = {}
+        if dense:  # a subset of the val split's windows (Config.dense_val_until)
+            out["val_subset"] = full_split_loss(raw_model, val_data, c.block_size, device, autocast, lut,
+                                                subset=c.dense_val_windows)
+            if not full:
+                raw_model.train()
+                return out
         for split, data in (("train", train_data), ("val", val_data)):
             g = torch.Generator().manual_seed(12345)
             losses = []
@@ -575,7 +619,8 @@ def _train(c, progress, log):
 
     log(f"{raw_model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
-        f"| {dataset} ({meta['corpus']}) on {device}, {dtype}, {world} process(es)")
+        f"| {dataset} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
+        + (f", residual branches start at N(0, {c.residual_std:g}^2)" if c.zero_init_residual and c.residual_std else ""))
     if step == 0:  # what the step-0 line should show: that comparison is lesson 01's puzzle
         r = meta.get("repeat_fraction", 0.0)
         log(f"expect at step 0: loss ~ {predicted_initial_loss(c.model_config(), r):.2f} for head={c.head} "
@@ -603,18 +648,24 @@ def _train(c, progress, log):
             # Row `step` describes the weights after `step` updates: their eval losses, and the training
             # loss and gradient computed with them in iteration `step`.
             row = {}
-            if step % c.eval_interval == 0 or step == c.max_iters:
+            full = step % c.eval_interval == 0 or step == c.max_iters
+            dense = c.dense_val_until > 0 and (full or (step <= c.dense_val_until and step % c.log_interval == 0))
+            if full or dense:
                 if (bad := first_bad.item()) >= 0:  # a step since the last log went non-finite: name it
                     raise TrainingError(f"non-finite loss at step {bad}; stopping"
                                         + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
                 if master:
-                    losses = evaluate()
+                    losses = evaluate(full, dense)
                     if not all(map(math.isfinite, losses.values())):
                         raise TrainingError(f"non-finite loss at evaluation of step {step}; stopping "
                                             f"(last good checkpoint kept: {ckpt_path})")
-                    row.update(step=step, val_loss=losses["val"], eval_train_loss=losses["train"])
-                    say(f"step {step}: train {losses['train']:.4f}, val {losses['val']:.4f}")
-                if step > start_step:
+                    row["step"] = step
+                    if dense:
+                        row["val_subset_loss"] = losses["val_subset"]
+                    if full:
+                        row.update(val_loss=losses["val"], eval_train_loss=losses["train"])
+                        say(f"step {step}: train {losses['train']:.4f}, val {losses['val']:.4f}")
+                if full and step > start_step:
                     checkpoint(step)
             if step >= c.max_iters:
                 if row:
@@ -657,6 +708,7 @@ def _train(c, progress, log):
                            train_loss=(loss_sum / n_summed).item(), lr=lr,
                            grad_norm=None if grad_norm is None else grad_norm.item(),
                            emb_grad_norm=emb_grad_norm.item(), emb_rms=wte.detach().pow(2).mean().sqrt().item(),
+                           resid_rms=branch_rms(raw_model), lnf_gain=raw_model.transformer.ln_f.weight.mean().item(),
                            tokens_per_s=tok_s, time=now - t0)
                 postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{tok_s:,.0f}")
                 if device.type == "cuda":
@@ -823,7 +875,8 @@ def _convert(key, val, field):
     default = field.default
     if val.lower() == "none" and default is None:
         return None
-    kind = {"emb_std": float, "min_lr": float, "lr_decay_iters": int, "data_seed": int,
+    kind = {"emb_std": float, "min_lr": float, "lr_decay_iters": int, "data_seed": int, "weight_decay": float,
+            "residual_std": float,
             "input": str, "out_dir": str}.get(key, type(default))
     if kind is bool:
         if val.lower() in ("true", "1", "yes"):

@@ -48,6 +48,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+WAIT_S = 30  # a worker with nothing to run while another makes a run the plan waits for checks again after this
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
@@ -61,8 +62,9 @@ CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's compar
 # itself suggests; scale (a learned logit scale) is ours
 ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
 SEEDS = [1, 2, 3]
-SCALES = ("live", "full", "gpt2", "d768")
-KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr")
+SCALES = ("live", "full", "gpt2", "d768", "optim")
+KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
+        "val_subset_loss", "resid_rms", "lnf_gain")
 
 # Shared settings of the older scales. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare
 # uses (n = 11,706, ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
@@ -85,8 +87,79 @@ ARMS = {h: dict(head=h) for h in ALL_HEADS}
 ARMS["control"] = dict(head="ortho", emb_std=LOGN_SIGMA)
 
 
-def plan(scale):
-    """(group, arm, overrides) triples, most important first: a worker takes them in this order."""
+# The optim scale (lesson 05): the d768 configuration under AdamW, Tiger and LAMB. Its plan, rules R, B and S and its
+# statistics are pre-registered in lessons/analysis05.py. Branches start near zero (rule R: Tiger can't move exact
+# zeros), the first 200 steps are evaluated densely on a val subset, and weight decay is each optimizer's own.
+OPTIM = dict(D768, residual_std=1e-4, dense_val_until=200, dense_val_windows=128, weight_decay=None)
+OPTIM_ADAMW_LR = 1e-3  # lesson 04's
+OPTIM_CHECK_LR = dict(adamw=1e-3, tiger=1e-2, lamb=1e-2)
+
+
+def optim_decisions(runs):
+    """The plan's two decisions from its own first runs (analysis05's check B and sweep S): dict(check, dtype,
+    lr, sweep_next). dtype is None until check B is done; lr[opt] None until sweep S has chosen."""
+    import analysis05 as A5
+    check = A5.bf16_check({(r["config"]["optimizer"], r["arm"], r["config"]["dtype"]): r
+                           for r in runs if r["group"].startswith("check ")})
+    dtype = ("bfloat16" if check["passed"] else "float32") if check["done"] else None
+    lr, sweep_next = {}, {}
+    for opt in A5.RELATIVE:
+        best = {r["config"]["lr"]: r["best_val"] for r in runs if r["group"].startswith(f"sweep {opt} ")}
+        pick = A5.pick_lr(best)
+        lr[opt], sweep_next[opt] = pick["lr"], pick["next"]
+    return dict(check=check, dtype=dtype, lr=lr, sweep_next=sweep_next)
+
+
+def plan_optim(runs=()):
+    """The optim scale's plan as far as its decisions allow: check B first; once it is done, sweep S (in its dtype);
+    once an optimizer's lr is chosen, that optimizer's runs. Re-planned by the workers after every run."""
+    import analysis05 as A5
+
+    def arms(group, names, seeds, **kw):
+        return [(group, a, {**OPTIM, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]  # the arm's sigma wins
+
+    out = []
+    for opt, lr in OPTIM_CHECK_LR.items():
+        for dtype in ("float32", "bfloat16"):
+            out += arms(f"check {opt} {dtype}", ["tied", "logn"], [1], emb_std=0.02, optimizer=opt, lr=lr,
+                        dtype=dtype, max_iters=300)
+    dec = optim_decisions(runs)
+    dtype = dec["dtype"]
+    if dtype is None:
+        return out
+    for opt in A5.RELATIVE:
+        done = [r["config"]["lr"] for r in runs if r["group"].startswith(f"sweep {opt} ")]
+        for lr in sorted(set(done) | set(dec["sweep_next"][opt])):
+            out += arms(f"sweep {opt} lr={lr:g}", ["tied"], [A5.SWEEP_SEED], emb_std=0.02, optimizer=opt, lr=lr,
+                        dtype=dtype)
+    six, three = ["logn", "control", "ortho"], ["tied", "shuffle", "untied"]
+    full = dtype == "bfloat16"  # fp32 (check B failed) costs ~2.7x: seeds 4-5 and sigma = d^-1/2 are cut
+    main = {opt: dict(optimizer=opt, lr=dec["lr"][opt], dtype=dtype) for opt in A5.RELATIVE if dec["lr"][opt]}
+    for opt, kw in main.items():
+        out += arms(opt, six + three, [1, 2, 3], emb_std=0.02, **kw)
+    out += arms("adamw", six, [1, 2, 3], emb_std=0.02, optimizer="adamw", lr=OPTIM_ADAMW_LR, dtype=dtype)
+    if full:
+        for opt, kw in main.items():
+            out += arms(opt, six, [4, 5], emb_std=0.02, **kw)
+        for opt, kw in main.items():
+            out += arms(f"{opt} d^-1/2", ["ortho", "tied", "untied", "shuffle"], [1, 2, 3], emb_std=None, **kw)
+    return out
+
+
+def pending_decisions(scale, runs):
+    """What the plan still waits for before it is whole (only the optim scale's plan depends on its own runs)."""
+    if scale != "optim":
+        return []
+    dec = optim_decisions(runs)
+    return (["check B (bf16)"] if dec["dtype"] is None else []) + \
+        [f"sweep S ({opt})" for opt, lr in dec["lr"].items() if lr is None]
+
+
+def plan(scale, runs=()):
+    """(group, arm, overrides) triples, most important first: a worker takes them in this order. `runs`: the runs
+    made so far, which the optim scale's plan depends on (check B, sweep S)."""
+    if scale == "optim":
+        return plan_optim(runs)
     if scale == "live":
         main = dict(BASE, n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
         return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
@@ -155,7 +228,7 @@ def load_runs(path):
 def committed_path(scale):
     """Where the committed runs of a scale live (a folder for d768, one file for the older scales)."""
     folder = os.path.join(HERE, "data", f"repro_{scale}")
-    return folder if os.path.isdir(folder) or scale == "d768" else folder + ".json"
+    return folder if os.path.isdir(folder) or scale in ("d768", "optim") else folder + ".json"
 
 
 def _write_atomic(path, obj):
@@ -241,34 +314,53 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
     out = out or os.path.join(ROOT, "out", "reproduce", scale)
     if os.path.isfile(out):
         raise SystemExit(f"reproduce.py: --out={out} is a file; give a folder")
-    have = {r["id"] for r in load_runs(out)}
-    if have and not resume:
-        raise SystemExit(f"reproduce.py: {out} already holds {len(have)} runs; add --resume=true to continue "
+    runs = load_runs(out)
+    if runs and not resume:
+        raise SystemExit(f"reproduce.py: {out} already holds {len(runs)} runs; add --resume=true to continue "
                          f"them, or give a new --out=DIR")
     os.makedirs(out, exist_ok=True)
-    todo = [(g, a, o) for g, a, o in plan(scale) if run_id(g, a, o["seed"]) not in have
-            and (groups is None or g in groups) and (seeds is None or o["seed"] in seeds)
-            and (arms is None or a in arms)]
-    log(f"{scale}: {len(have)} runs in {out}, {len(todo)} to go")
+
+    def todo(runs):
+        have = {r["id"] for r in runs}
+        return [(g, a, o) for g, a, o in plan(scale, runs) if run_id(g, a, o["seed"]) not in have
+                and (groups is None or g in groups) and (seeds is None or o["seed"] in seeds)
+                and (arms is None or a in arms)]
+
+    log(f"{scale}: {len(runs)} runs in {out}, {len(todo(runs))} to go"
+        + (f" so far (waiting for {', '.join(pending_decisions(scale, runs))})" if pending_decisions(scale, runs) else ""))
     done = 0
-    for group, arm, overrides in todo:
-        rid = run_id(group, arm, overrides["seed"])
-        path = os.path.join(out, _file_name(rid))
-        with open(os.path.join(out, "." + _file_name(rid) + ".lock"), "w") as lock:
-            try:  # another worker has this run: take the next one
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            if os.path.exists(path):  # finished by another worker meanwhile
-                continue
-            record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
-            _write_atomic(path, record)
-            if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
-                shutil.rmtree(_ckpt_folder(ckpt_dir, rid), ignore_errors=True)
-        done += 1
-        log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "
-            f"({record['wall_s']:.0f} s, {record['threads']} thread(s))")
-    return done
+    while True:
+        # re-plan after every run: the optim plan grows as its check and sweep runs land (other workers' too)
+        runs = load_runs(out)
+        ran = False
+        for group, arm, overrides in todo(runs):
+            rid = run_id(group, arm, overrides["seed"])
+            path = os.path.join(out, _file_name(rid))
+            with open(os.path.join(out, "." + _file_name(rid) + ".lock"), "w") as lock:
+                try:  # another worker has this run: take the next one
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                if os.path.exists(path):  # finished by another worker meanwhile
+                    continue
+                record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
+                _write_atomic(path, record)
+                if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
+                    shutil.rmtree(_ckpt_folder(ckpt_dir, rid), ignore_errors=True)
+            done += 1
+            ran = True
+            log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "
+                f"({record['wall_s']:.0f} s, {record['threads']} thread(s))")
+            break
+        if ran:
+            continue
+        runs = load_runs(out)
+        waiting = pending_decisions(scale, runs)
+        if not waiting or not todo(runs):  # nothing left that this worker could ever run
+            if waiting:
+                log(f"{scale}: nothing to run; the plan still waits for {', '.join(waiting)}, which no worker is making")
+            return done
+        time.sleep(WAIT_S)  # another worker is making a run the plan's next decision needs
 
 
 def compare_with_committed(scale, out, log=print):

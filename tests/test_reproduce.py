@@ -27,7 +27,7 @@ def fake_run(group, arm, overrides, log=print, ckpt_dir=None):
 @pytest.fixture
 def stub(monkeypatch):
     monkeypatch.setattr(R, "run_one", fake_run)
-    monkeypatch.setattr(R, "plan", lambda scale: [("main", h, dict(head=h, seed=s)) for s in (1, 2) for h in ("tied", "logn")])
+    monkeypatch.setattr(R, "plan", lambda scale, runs=(): [("main", h, dict(head=h, seed=s)) for s in (1, 2) for h in ("tied", "logn")])
 
 
 def test_a_run_lands_as_its_own_file_and_a_restart_skips_it(stub, tmp_path):

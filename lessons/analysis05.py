@@ -1,0 +1,187 @@
+"""
+Lesson 05's campaign, "the optimizer decides": its plan and its statistics, fixed before its data. This docstring
+and reproduce.py's 'optim' plan were committed on 2026-11-25 before the first run of that scale started; a rule
+added later is marked so, with its date.
+
+The question
+    Lesson 04 found, under AdamW, that logn is NOT the slowest fix (claim 1 CONTRADICTED at sigma = 0.02 and
+    d^-1/2). The post's author trained with optimizers whose step is RELATIVE to each weight's size: LAMB, and his
+    own Tiger (optim.py). Under them a small init stays small for ~1/lr steps. Do the post's four claims hold under
+    Tiger and under LAMB, and does the control say the small sigma is the cause?
+
+The setting (reproduce.py, scale 'optim')
+    Lesson 04's d768 configuration (2 layers, d = 768, 12 heads, T = 64, 8 sequences a step, n = 11,706 with
+    vocab=corpus, 1200 steps, 100 of linear warmup then cosine to lr/10, gradient clipping at 1.0, whole-split val
+    loss every 100 steps), with four changes, the same for every arm and every optimizer:
+    1. The residual branches start NEAR zero, residual_std = 1e-4 (rule R), not at exactly zero.
+    2. Dense early evaluation: the val loss over a fixed subset of 128 of the 528 val windows (8,192 predicted
+       tokens, evenly spaced) every 10 steps up to step 200 and at every whole-split evaluation (val_subset_loss).
+    3. bf16 autocast, if check B passes; otherwise fp32, and the cuts of 'Budget' apply.
+    4. Per optimizer: the peak lr (AdamW: lesson 04's 1e-3; Tiger and LAMB: sweep S) and the weight decay of its
+       reference (AdamW 0.1 as lesson 04; Tiger 0.01, tiger.py; LAMB 0.01, You et al. 2019).
+
+Rule R, the residual init (measured on 2026-11-25 before this plan was written: the fresh d768 model of seed 1 per
+arm, first loss over 64 val windows with branches at std s, against the same model with the branches set to 0):
+    s = 1e-5: every arm within 0.01%; s = 1e-4: within 0.82% (tied -0.82%, logn -0.68%, the others < 0.1%);
+    s = 1e-3: tied -33%, logn -4.5%. Rule: the largest s of the decade grid whose first loss is within 1% of the
+    2-gram model's for every arm: s = 1e-4. Tiger can't move exact zeros (lr x RMS(0) = 0); the same s is used
+    under LAMB and AdamW so that the side-by-side differs in the optimizer alone. Under a relative step the
+    branches can grow at most by exp(sum of lr_t) (optim.relative_step_budget): with this schedule the sum is
+    ~0.66 x peak lr x 1000, so at peak 1e-3 the branches grow at most 1.9x (the model stays nearly a 2-gram model
+    for the whole run) and at 1e-2 at most ~700x. The lr therefore decides whether the branches ever matter, and
+    the sweep S, judged on tied's val loss, takes that into account.
+
+Check B, bf16 (run first; decides the campaign's dtype)
+    Arms tied (sigma = 0.02) and logn, seed 1, 300 steps of the same schedule (max_iters = 300: the warmup and a
+    shorter cosine), each in fp32 and in bf16 autocast, under AdamW (lr 1e-3), Tiger and LAMB (lr 1e-2, the upper
+    middle of the sweep's grid: larger steps amplify rounding). bf16 PASSES if every whole-split val loss (steps 0,
+    100, 200, 300) of each bf16 run is within BF16_TOLERANCE = 0.01 nats of its fp32 twin: half the margin, about
+    twice the measurement error of a paired difference in lesson 04 (0.004-0.006 nats).
+
+Sweep S, the learning rate of each relative optimizer (run after B)
+    tied at sigma = 0.02, seed 100 (not a campaign seed, so no campaign run is selected on), the full schedule,
+    peak lr in LR_GRID = 1e-3, 3e-3, 1e-2, 3e-2. The lr with the lowest best whole-split val loss wins; if another
+    grid lr's best is within MARGIN (0.02 nats) of the winner's, the smallest such lr is taken (closest to the
+    author's 1e-3 to 2e-3). If the chosen lr is an end of the grid, the grid is extended once by one point beyond
+    it (x 1/3 or x 10/3) and the rule is applied again to all points. Why tied alone: it is the baseline, and none
+    of the claims is about its speed, so the lr is not chosen for or against logn.
+    How a 1200-step run stands in for the author's long runs: a relative step's budget is sum lr_t (a tensor's
+    norm can change by at most exp of it). The author's max lr 1e-3 to 2e-3 over tens of thousands of steps gives
+    a budget in the tens; 1200 steps give ~0.66 x lr x 1000. A small lr would leave a 1200-step run with a budget
+    far below his, so the sweep lets the data choose the lr that makes the best use of 1200 steps; lesson 05 prints
+    the chosen lr, its budget and what the embedding and the branches did with it.
+
+Arms and seeds (sigma = 0.02 unless named; seed drives init and data order, as in lesson 04)
+    Per relative optimizer (Tiger, LAMB): tied, logn (sigma = ln(n)/d), control (ortho at ln(n)/d), ortho, shuffle,
+    untied: seeds 1-5 for logn, control and ortho, 1-3 for the others.
+    AdamW at rule R's init: logn, control, ortho, seeds 1-3 (to show that AdamW's verdicts of lesson 04, made with
+    exact-zero branches in fp32, do not hinge on the init). AdamW's verdicts are lesson 04's.
+    sigma = d^-1/2 (lowest priority): ortho, tied, untied, shuffle at d^-1/2, seeds 1-3, per relative optimizer
+    (logn and the control serve both settings, as in lesson 04).
+    Order: B; S; Tiger seeds 1-3 (all arms); LAMB seeds 1-3; AdamW; seeds 4-5; sigma = d^-1/2. The plan grows as its
+    decisions are made (AdamW's runs need only B, an optimizer's runs its own lr); a worker takes the first runnable
+    run, so AdamW's runs may fill the time while a sweep run finishes.
+
+Budget (planned 2026-11-25: one d768 step measured at 256 ms in bf16 with AdamW, 296 with Tiger, 332 with LAMB, one
+thread, vs 736-926 ms in fp32): about 8-10 minutes a 1200-step run with evaluations, one thread; 12 check runs of 300
+steps, 8-10 sweep runs, 45 runs at sigma = 0.02 and 24 at d^-1/2: ~14 core-hours in bf16, within the 20 asked. In fp32
+(check B failed) the same plan would take ~35: then sigma = d^-1/2 and seeds 4-5 are cut (~20 core-hours).
+
+The statistics: lesson 04's, applied per optimizer
+    analysis.py's words (different, alike, inconclusive), MARGIN = 0.02, MIN_SEEDS = 3, paired t intervals over
+    seeds, Bonferroni over a claim's comparisons, claims 1-4 with amendments a-f and the control as in analysis.py,
+    on each optimizer's own runs: settings 'tiger', 'lamb' (sigma = 0.02) and 'tiger, sigma=d^-1/2', 'lamb,
+    sigma=d^-1/2'. Statistic 'early' (mean whole-split val loss over steps 100-600) is primary for claims 1-2 and the
+    control, as in lesson 04. Secondary, reported beside it and labelled so: 'start' = mean val-subset loss over
+    steps 10-200 (20 dense points), for claim 1 and the control. A claim whose primary and secondary verdicts differ
+    is flagged. Also descriptive: the paired gaps over time (dense to step 200, then every 100), pointwise 95%.
+
+Predictions of the mechanism, written before the data (lesson 05 holds them against the measurements; the verdicts
+come from the rules above whatever these say)
+    P1. Under a relative step the embedding's RMS moves by at most a factor (1 + lr_t) per step (Tiger: per row; LAMB:
+        per tensor), so logn's and the control's rms(E) stay below the sigma = 0.02 arms' for at least
+        ln(0.02 / 0.0122) / lr ~ 0.49 / lr steps; measured growth will be slower than the bound where updates are not
+        aligned with the weights. Under AdamW the relative step lr / rms(E) is ~0.08 at logn's start: the gap can
+        close within tens of steps (lesson 04: rms(E) 0.0122 -> 0.045 in 500 steps in the issue's pilot).
+    P2. The tied head's logit scale is about g d rms(E) (g: the final norm's mean gain): ln n = 9.37 for logn and the
+        control at step 0, d x 0.02 = 15.4 for the sigma = 0.02 arms. While rms(E) is held near its init, logn and
+        the control can't express logits as large as the others': under Tiger and LAMB both should lag ortho on
+        early (claim 1 SUPPORTED against ortho and shuffle; the control 'small sigma'); under AdamW neither (lesson 04).
+    P3. tied at sigma = 0.02 starts at a first loss of ~14.8 and must shrink its self-logit with relative steps; we make
+        no prediction of its speed against the fixes.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import analysis  # noqa: E402
+from analysis import MARGIN  # noqa: E402
+
+RESIDUAL_STD = 1e-4  # rule R
+BF16_TOLERANCE = 0.01  # check B, nats
+LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)  # sweep S
+SWEEP_SEED = 100
+RELATIVE = ("tiger", "lamb")
+START_STEPS = (10, 200)  # 'start': mean val-subset loss over these steps (inclusive)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Check B and sweep S: the two decisions the plan takes from its own first runs
+
+def bf16_check(runs):
+    """Check B on the check runs ({(optimizer, arm, dtype): run}). Returns dict(done, passed, rows) with one row per
+    (optimizer, arm): the largest |bf16 - fp32| whole-split val loss over the shared evaluations."""
+    rows = []
+    keys = sorted({(o, a) for o, a, _ in runs})
+    for o, a in keys:
+        pair = [runs.get((o, a, dt)) for dt in ("float32", "bfloat16")]
+        if None in pair:
+            continue
+        (s32, v32), (s16, v16) = (analysis.val_curve(r) for r in pair)
+        both = sorted(set(s32.tolist()) & set(s16.tolist()))
+        diff = [abs(v16[s16.tolist().index(s)] - v32[s32.tolist().index(s)]) for s in both]
+        rows.append(dict(optimizer=o, arm=a, steps=both, max_abs_diff=float(max(diff)) if diff else math.nan))
+    done = len(rows) == len(keys) and len(rows) > 0
+    passed = done and all(r["max_abs_diff"] < BF16_TOLERANCE for r in rows)
+    return dict(done=done, passed=passed, rows=rows)
+
+
+def pick_lr(best_by_lr, grid=LR_GRID):
+    """Sweep S's rule on {lr: best val loss of tied}. Returns dict(lr, next): `lr` the choice (None until decided),
+    `next` the lrs still to run (the grid's, then one extension beyond an end that wins)."""
+    todo = [lr for lr in grid if lr not in best_by_lr]
+    if todo:
+        return dict(lr=None, next=todo)
+    scores = {lr: v for lr, v in best_by_lr.items() if math.isfinite(v)}
+    if not scores:  # every run diverged: nothing to choose
+        return dict(lr=None, next=[])
+    winner = min(scores, key=scores.get)
+    choice = min(lr for lr, v in scores.items() if v <= scores[winner] + MARGIN)
+    lo, hi = min(grid), max(grid)
+    if choice in (lo, hi) and len(grid) == len(LR_GRID):  # an end wins: extend once beyond it
+        beyond = round(lo / 3, 12) if choice == lo else round(hi * 10 / 3, 12)
+        return pick_lr(best_by_lr, tuple(sorted(grid + (beyond,))))
+    return dict(lr=choice, next=[])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Statistics
+
+def start(run):
+    """Mean val-subset loss over the dense evaluations in START_STEPS (lower = faster at the start)."""
+    lo, hi = START_STEPS
+    vals = [r["val_subset_loss"] for r in run["history"] if r.get("val_subset_loss") is not None and lo <= r["step"] <= hi]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+analysis.STATS.setdefault("start", start)
+analysis.STAT_WORDS.setdefault("start", "mean val-subset loss over steps 10-200")
+
+SETTINGS = {"tiger": ("tiger",), "lamb": ("lamb",), "tiger, sigma=d^-1/2": ("tiger", "tiger d^-1/2"),
+            "lamb, sigma=d^-1/2": ("lamb", "lamb d^-1/2"), "adamw (residual_std=1e-4)": ("adamw",)}
+
+
+def settings(runs):
+    """{setting: {arm: {seed: run}}} of the campaign's runs. The d^-1/2 settings borrow logn and the control from their
+    optimizer's main group, and take its other arms from the d^-1/2 group only."""
+    out = {}
+    for name, groups in SETTINGS.items():
+        rs = [r for r in runs if r["group"] == groups[-1] or (len(groups) > 1 and r["group"] == groups[0]
+                                                                 and r["arm"] in ("logn", "control"))]
+        out[name] = analysis.by_arm(rs)
+    return out
+
+
+def claims(by_arm):
+    """Lesson 04's claims and control on one optimizer's setting, plus the secondary 'start' versions of claim 1 and
+    the control (labelled so)."""
+    out = analysis.all_claims(by_arm)
+    out["1 logn slowest (start, secondary)"] = analysis.claim_slowest(by_arm, stat="start")
+    out["control (start, secondary)"] = analysis.control_verdict(by_arm, stat="start")
+    return out

@@ -1,0 +1,163 @@
+"""
+The optimizers train.py can use (--optimizer=adamw|tiger|lamb), and why the choice matters for a small init.
+
+    AdamW  (Loshchilov & Hutter 2019; torch.optim.AdamW) moves every coordinate by about lr per step, whatever
+           the coordinate's size: the step is ABSOLUTE. A weight of size sigma changes by a fraction ~ lr / sigma
+           of itself per step, so a SMALL init (logn's sigma = ln(n)/d) gets a LARGER relative step.
+    Tiger  (Su 2023, "Tiger: a tight-fisted optimizer"; reference code: tiger.py in github.com/bojone/tiger) moves
+           every entry of a matrix by exactly lr * RMS(matrix) per step: the step is RELATIVE to the matrix's own
+           size, so the Frobenius norm of the step is lr * |W|, and |W| can change by at most a factor (1 + lr)
+           per step.
+    LAMB   (You et al. 2019, "Large Batch Optimization for Deep Learning: Training BERT in 76 minutes",
+           Algorithm 2) takes Adam's direction and rescales it so each tensor moves by exactly lr * |W| (the
+           trust ratio): RELATIVE too, per tensor.
+
+Under a relative step a small init stays small for ~ 1 / lr steps, and the tied head's logit scale (~ d sigma)
+with it; under AdamW it does not. That is the difference lesson 05 measures.
+
+Both relative optimizers are written here (about 20 lines each) rather than taken from a library:
+- Tiger's reference is TensorFlow; no maintained PyTorch package implements its per-row rule for embeddings.
+- pytorch-optimizer 4.1.0's `Lamb` (read and measured before writing this) differs from Algorithm 2 in its
+  defaults: it clamps |W| at 10 (class attribute `clamp`), which at d = 768 turns the embedding's relative step
+  (|E| ~ 37-60) back into an absolute one; it decays weights outside the trust ratio (weight_decouple=True);
+  and it bias-corrects outside the ratio, so the decay's weight inside r + lambda W differs. Three defaults to
+  override, each a place to go wrong, against 20 lines that state the paper's rule line by line.
+"""
+
+import math
+
+import torch
+
+OPTIMIZERS = ("adamw", "tiger", "lamb")
+
+# The references' constants. Tiger: tiger.py's defaults (beta=0.965, weight_decay=0.01). LAMB: You et al. 2019
+# trained BERT with beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6 and weight decay 0.01.
+TIGER_BETA = 0.965
+LAMB_BETAS = (0.9, 0.999)
+LAMB_EPS = 1e-6
+DEFAULT_WEIGHT_DECAY = dict(adamw=0.1, tiger=0.01, lamb=0.01)  # adamw: nanoGPT's 0.1
+
+
+class Tiger(torch.optim.Optimizer):
+    """Tiger: sign of the momentum, scaled by the weight's own RMS.
+
+    Each parameter group has a `kind` that picks tiger.py's rule for its tensors (the reference picks by the
+    variable's name, in `_resource_apply`):
+        'vector' (norm gains, biases; `re.findall('bias|beta|gamma', var.name)`): lr * 0.5, no weight decay
+                 (`lr, d = lr * 0.5, 0`). An absolute step, like Adam's.
+        'rows'   (token and position embeddings; `'embeddings' in var.name`): lr * RMS of each ROW
+                 (`lr * root_mean_square(var, axis=-1, keepdims=True)`): a token's row moves by a fixed fraction
+                 of its own size.
+        'matrix' (every other weight: `lr * root_mean_square(var)`): lr * RMS of the whole tensor.
+    Then, with m the momentum and g the gradient:
+        m <- beta m + (1 - beta) g                  (`m_t = tf.assign(m, b1 * m + b2 * g)`, b1 = beta, b2 = 1 - beta)
+        W <- W - (sign(m) + wd W) * step_size       (`u = (tf.sign(m_t) + d * var) * lr`, `var - u`)
+    so decoupled weight decay is scaled by the same (RMS-scaled) step size. RMS is of W before the update.
+    A matrix of exact zeros has RMS 0 and never moves: see Config's residual_std in train.py.
+
+    Left out of the reference: gradient accumulation (grad_accum_steps; train.py has none) and its NaN guard (a
+    non-finite gradient shrinks the weights by 0.99 instead of updating): train.py stops on a non-finite loss.
+    """
+
+    def __init__(self, params, lr=1e-3, beta=TIGER_BETA, weight_decay=0.01):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Tiger's beta must be in [0, 1), got {beta}")
+        super().__init__(params, dict(lr=lr, beta=beta, weight_decay=weight_decay, kind="matrix"))
+        for group in self.param_groups:
+            if group["kind"] not in ("matrix", "rows", "vector"):
+                raise ValueError(f"Tiger's group kind must be matrix, rows or vector, got {group['kind']!r}")
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, beta, kind = group["lr"], group["beta"], group["kind"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["m"] = torch.zeros_like(p)
+                m = state["m"]
+                m.lerp_(p.grad, 1 - beta)  # m <- beta m + (1 - beta) g, in one pass
+                if kind == "vector":
+                    p.add_(m.sign(), alpha=-lr * 0.5)
+                    continue
+                wd = group["weight_decay"]
+                if kind == "rows":  # (n, 1): each row's RMS
+                    step_size = lr * torch.linalg.vector_norm(p, dim=-1, keepdim=True) / math.sqrt(p.size(-1))
+                else:
+                    step_size = lr * torch.linalg.vector_norm(p) / math.sqrt(p.numel())
+                # W - (sign(m) + wd W) s  =  W (1 - wd s) - sign(m) s: two in-place passes, no temporary of W's size
+                p.mul_(1 - wd * step_size).addcmul_(m.sign(), step_size, value=-1)
+
+
+class Lamb(torch.optim.Optimizer):
+    """LAMB, You et al. 2019, Algorithm 2, with phi(z) = z:
+
+        m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2                (Adam's moments)
+        r  = m_hat / (sqrt(v_hat) + eps) + wd W                          (m_hat = m / (1 - b1^t), v_hat likewise)
+        W <- W - lr * (|W| / |r|) * r                                    (the trust ratio |W| / |r|, per tensor)
+
+    So every tensor moves by exactly lr * |W| (Frobenius norms) per step, whatever the gradient's scale. Where
+    |W| = 0 or |r| = 0 the ratio is 1 (the usual convention): a zero tensor takes Adam's plain step and so,
+    unlike under Tiger, it can leave zero. Weight decay sits inside r, as in the paper (not decoupled); the
+    parameter groups set it per tensor (train.py: matrices 0.01, vectors 0).
+    """
+
+    def __init__(self, params, lr=1e-3, betas=LAMB_BETAS, eps=LAMB_EPS, weight_decay=0.01):
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"LAMB's betas must be in [0, 1), got {betas}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            (b1, b2), eps, wd = group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state.update(t=0, m=torch.zeros_like(p), v=torch.zeros_like(p))
+                state["t"] += 1
+                t, m, v = state["t"], state["m"], state["v"]
+                m.lerp_(p.grad, 1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                # r = m_hat / (sqrt(v_hat) + eps) + wd W, with m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t)
+                r = v.sqrt().div_(math.sqrt(1 - b2 ** t)).add_(eps).reciprocal_().mul_(m).div_(1 - b1 ** t)
+                if wd:
+                    r.add_(p, alpha=wd)
+                w_norm, r_norm = p.norm(), r.norm()
+                ratio = torch.where((w_norm > 0) & (r_norm > 0), w_norm / r_norm, torch.ones_like(w_norm))
+                p.sub_(r.mul_(group["lr"] * ratio))
+
+
+def make_optimizer(model, c):
+    """The optimizer Config c names, over model's trainable parameters. Every rule below says which tensors
+    decay: matrices (including the embedding) do, vectors (norm gains, biases) don't: nanoGPT's rule, and
+    BERT's for LAMB, and tiger.py's for its 'bias|beta|gamma' variables."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    matrices, vectors = [p for p in params if p.dim() >= 2], [p for p in params if p.dim() < 2]
+    wd = DEFAULT_WEIGHT_DECAY[c.optimizer] if c.weight_decay is None else c.weight_decay
+    if c.optimizer == "tiger":
+        # the token embedding (tied: also the output head) and a learned position table move row by row
+        tables = [model.transformer.wte.weight] + ([model.transformer.wpe.weight] if "wpe" in model.transformer else [])
+        rows = [p for p in matrices if any(p is t for t in tables)]
+        rest = [p for p in matrices if not any(p is t for t in tables)]
+        groups = [dict(params=rows, kind="rows", weight_decay=wd), dict(params=rest, kind="matrix", weight_decay=wd),
+                  dict(params=vectors, kind="vector", weight_decay=0.0)]
+        return Tiger([g for g in groups if g["params"]], lr=c.lr)
+    groups = [dict(params=matrices, weight_decay=wd), dict(params=vectors, weight_decay=0.0)]
+    if c.optimizer == "lamb":
+        return Lamb(groups, lr=c.lr)
+    # AdamW, fused: one kernel per tensor updates p, m and v in a single pass (on a 2-core CPU ~4x faster than the
+    # foreach implementation over the 12.9M-entry embedding); same update within float rounding
+    on_mps = any(p.device.type == "mps" for p in params)  # keep Apple GPUs on the long-supported foreach path
+    impl = dict(fused=True) if c.fused_adamw and not on_mps else dict(foreach=True)
+    return torch.optim.AdamW(groups, lr=c.lr, betas=(c.beta1, c.beta2), **impl)
+
+
+def relative_step_budget(lrs):
+    """The most a tensor's norm can grow under a relative step of fraction lr_t per step: prod (1 + lr_t)
+    <= exp(sum lr_t). E.g. 1200 steps at lr 1e-3: at most e^1.2 = 3.3x; a cosine schedule averages ~0.55 lr."""
+    return math.exp(sum(math.log1p(lr) for lr in lrs))

@@ -1,0 +1,189 @@
+"""optim.py: Tiger and LAMB step exactly as their references say, and their steps are RELATIVE to each weight's
+size where AdamW's are ABSOLUTE. That difference is what lesson 05 is about; these tests pin it down.
+
+Everything here is one step on a small tensor, or a tiny model for a few steps: seconds of CPU."""
+import math
+
+import pytest
+import torch
+
+from optim import LAMB_BETAS, LAMB_EPS, TIGER_BETA, Lamb, Tiger, make_optimizer, relative_step_budget
+from test_train import TINY, config, data_dir, rows, run  # noqa: F401  (data_dir is a fixture)
+
+
+def one_step(opt_class, w, g, **kw):
+    """A copy of w after one step of opt_class with gradient g (kw: the optimizer's and the group's settings)."""
+    p = torch.nn.Parameter(w.clone())
+    group = {k: kw.pop(k) for k in ("kind",) if k in kw}
+    opt = opt_class([dict(params=[p], **group)], **kw)
+    p.grad = g.clone()
+    opt.step()
+    return p.detach()
+
+
+def rms(x, **kw):
+    return x.pow(2).mean(**kw).sqrt()
+
+
+W = torch.tensor([[0.5, -1.0, 2.0], [0.1, 0.3, -0.2]], dtype=torch.float64)
+G = torch.tensor([[1.0, 2.0, -3.0], [-0.5, 0.0, 4.0]], dtype=torch.float64)
+
+
+def test_tiger_one_step_of_a_matrix_is_the_sign_of_the_momentum_times_lr_times_its_rms():
+    lr, wd = 0.01, 0.01
+    new = one_step(Tiger, W, G, lr=lr, weight_decay=wd)
+    m = (1 - TIGER_BETA) * G  # m starts at 0: m = beta * 0 + (1 - beta) g
+    by_hand = W - (torch.sign(m) + wd * W) * lr * rms(W)  # tiger.py: u = (sign(m_t) + d var) lr, lr = lr rms(var)
+    torch.testing.assert_close(new, by_hand)
+
+
+def test_tiger_moves_an_embedding_row_by_row():
+    """tiger.py's `'embeddings' in var.name` rule: each row's step is lr x that row's own RMS, so a small row
+    (a rare token's) moves by a small amount, a large row by a large one."""
+    lr = 0.01
+    new = one_step(Tiger, W, G, lr=lr, weight_decay=0.0, kind="rows")
+    step = (W - new).abs()
+    m = (1 - TIGER_BETA) * G
+    expected = torch.where(m != 0, lr * rms(W, dim=-1, keepdim=True).expand_as(W), torch.zeros_like(W))
+    torch.testing.assert_close(step, expected)
+    assert step[0].max() > 5 * step[1].max()  # row 0 is ~6x the RMS of row 1, and so is its step
+
+
+def test_tiger_moves_norm_gains_and_biases_by_half_lr_with_no_decay():
+    v = torch.tensor([1.0, 1.0, 0.0, 3.0], dtype=torch.float64)
+    g = torch.tensor([0.2, -0.1, 0.0, 5.0], dtype=torch.float64)
+    new = one_step(Tiger, v, g, lr=0.01, weight_decay=0.5, kind="vector")
+    torch.testing.assert_close(new, v - 0.01 * 0.5 * torch.sign(g))  # no 0.5 * v decay term: vectors don't decay
+
+
+def test_tiger_momentum_remembers_past_gradients():
+    """Two steps: the second step's sign is that of m2 = beta m1 + (1 - beta) g2 = (1 - beta)(beta + g2) after a
+    first gradient of +1, so a gradient of -0.5 does not flip the step (against a remembered +1), -2 does."""
+    p = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    opt = Tiger([dict(params=[p], kind="vector")], lr=0.1, weight_decay=0.0)  # vectors: steps of lr x 0.5 = 0.05
+    p.grad = torch.tensor([1.0, 1.0, 1.0], dtype=torch.float64)
+    opt.step()
+    p.grad = torch.tensor([-0.5, -2.0, 0.0], dtype=torch.float64)
+    opt.step()
+    torch.testing.assert_close(p.detach(), torch.tensor([0.9, 1.0, 0.9], dtype=torch.float64))
+
+
+def test_lamb_one_step_is_algorithm_2_of_you_et_al():
+    lr, wd, (b1, b2) = 0.01, 0.01, LAMB_BETAS
+    new = one_step(Lamb, W, G, lr=lr, weight_decay=wd)
+    m_hat = (1 - b1) * G / (1 - b1)  # bias-corrected first moment after one step: g itself
+    v_hat = (1 - b2) * G * G / (1 - b2)  # and g^2
+    r = m_hat / (v_hat.sqrt() + LAMB_EPS) + wd * W
+    torch.testing.assert_close(new, W - lr * W.norm() / r.norm() * r)
+
+
+def test_lamb_gives_a_zero_tensor_adams_plain_step_tiger_leaves_it_at_zero():
+    """|W| = 0: LAMB's trust ratio is 1 by convention, so zero-initialised residual branches can grow; Tiger's
+    step lr x RMS(0) = 0, so they never move (train.py refuses that combination)."""
+    z = torch.zeros(2, 3, dtype=torch.float64)
+    lamb = one_step(Lamb, z, G, lr=0.01, weight_decay=0.0)
+    adam_dir = G / (G.abs() + LAMB_EPS)  # m_hat / sqrt(v_hat) after one step: sign(g) where g != 0
+    torch.testing.assert_close(lamb, -0.01 * adam_dir)
+    assert torch.equal(one_step(Tiger, z, G, lr=0.01, weight_decay=0.0), z)
+
+
+@pytest.mark.parametrize("w_scale", [1e-3, 1.0, 1e3])
+@pytest.mark.parametrize("g_scale", [1e-6, 1.0, 1e6])
+def test_tiger_and_lamb_move_a_matrix_by_lr_of_its_own_size_whatever_the_scales(w_scale, g_scale):
+    """|W_new - W| / |W| = lr for a matrix of any size and a gradient of any size: a relative step."""
+    torch.manual_seed(0)
+    w, g, lr = torch.randn(16, 8, dtype=torch.float64) * w_scale, torch.randn(16, 8, dtype=torch.float64) * g_scale, 0.003
+    for opt_class in (Tiger, Lamb):
+        new = one_step(opt_class, w, g, lr=lr, weight_decay=0.0)
+        assert (new - w).norm() / w.norm() == pytest.approx(lr, rel=1e-6), opt_class.__name__
+
+
+def test_adamw_moves_every_entry_by_about_lr_whatever_the_matrix_size():
+    """AdamW's first step is lr x sign(g) per entry (m_hat / sqrt(v_hat) = g / |g|): an absolute step, so its
+    size relative to W is lr / RMS(W), large for a small init and tiny for a large one."""
+    torch.manual_seed(0)
+    g, lr, relative = torch.randn(16, 8, dtype=torch.float64), 0.003, []
+    for w_scale in (1e-3, 1.0, 1e3):
+        w = torch.randn(16, 8, dtype=torch.float64) * w_scale
+        p = torch.nn.Parameter(w.clone())
+        opt = torch.optim.AdamW([p], lr=lr, weight_decay=0.0, eps=1e-12)
+        p.grad = g.clone()
+        opt.step()
+        torch.testing.assert_close((p.detach() - w).abs(), torch.full_like(w, lr))
+        relative.append(((p.detach() - w).norm() / w.norm()).item())
+    assert relative[0] > 100 * relative[1] > 1e4 * relative[2]  # relative step ~ lr / RMS(W)
+
+
+def test_a_relative_step_can_grow_a_tensor_at_most_by_one_plus_lr_per_step():
+    assert relative_step_budget([1e-3] * 1200) == pytest.approx(math.exp(1200 * math.log1p(1e-3)))
+    assert relative_step_budget([1e-3] * 1200) < math.exp(1.2)
+
+
+def test_make_optimizer_gives_each_tensor_its_references_rule():
+    from tiedgpt import GPT
+    for head in ("tied", "untied"):
+        c = config(optimizer="tiger", head=head, vocab_size=100)
+        model = GPT(c.model_config())
+        kinds = {id(p): g["kind"] for g in make_optimizer(model, c).param_groups for p in g["params"]}
+        assert kinds[id(model.transformer.wte.weight)] == "rows"  # the embedding (tied: also the head)
+        assert kinds[id(model.transformer.h[0].attn.c_attn.weight)] == "matrix"
+        assert kinds[id(model.transformer.ln_f.weight)] == "vector"
+        if head == "untied":  # an output layer is a dense kernel in tiger.py's naming: one RMS for the matrix
+            assert kinds[id(model.lm_head.weight)] == "matrix"
+    lamb = make_optimizer(model, config(optimizer="lamb"))
+    assert [g["weight_decay"] for g in lamb.param_groups] == [0.01, 0.0]  # LAMB's reference decay, vectors none
+    assert isinstance(make_optimizer(model, config()), torch.optim.AdamW)
+
+
+def test_tiger_by_default_starts_the_branches_near_zero_and_refuses_exact_zeros(data_dir):
+    c = config(optimizer="tiger")
+    assert c.zero_init_residual and 0 < c.residual_std <= 1e-3
+    p = run([*TINY, "--optimizer=tiger", "--residual_std=0", "--out_dir="])
+    assert p.returncode == 2 and "never move" in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_near_zero_branches_keep_the_fresh_model_close_to_the_2_gram_model():
+    """residual_std = 1e-4 changes the first loss of a tied model by well under 1%: the same model with its
+    branches set to exactly zero is the 2-gram model."""
+    from tiedgpt import GPT, GPTConfig
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(n_layer=2, n_embd=128, n_head=4, vocab_size=2000, block_size=32, emb_std=0.05,
+                          residual_std=1e-4))
+    branches = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
+    assert len(branches) == 4 and all(0 < w.std().item() < 2e-4 for w in branches)
+    gen = torch.Generator().manual_seed(1)
+    x, y = torch.randint(0, 2000, (4, 32), generator=gen), torch.randint(0, 2000, (4, 32), generator=gen)
+    with torch.no_grad():
+        near = model(x, y)[1].item()
+        for w in branches:
+            w.zero_()
+        exact = model(x, y)[1].item()
+    assert near == pytest.approx(exact, rel=0.01) and near != exact
+
+
+@pytest.mark.parametrize("opt", ["tiger", "lamb"])
+def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt):
+    """The relative optimizers go through train.py like AdamW: a run stopped at its step-4 checkpoint and resumed
+    logs the uninterrupted run's losses to the bit (the optimizer state is in the checkpoint)."""
+    args = [*TINY, f"--optimizer={opt}", "--lr=0.01", "--max_iters=8", "--eval_interval=4"]
+    ref = run([*args, f"--out_dir={tmp_path / 'ref'}"])
+    assert ref.returncode == 0, ref.stderr
+    first = run([*args[:-2], "--max_iters=4", "--lr_decay_iters=8", "--eval_interval=4", f"--out_dir={tmp_path / 'b'}"])
+    assert first.returncode == 0, first.stderr
+    resumed = run([*args, "--lr_decay_iters=8", f"--out_dir={tmp_path / 'b'}", "--resume=true"])
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = rows(tmp_path / "ref"), rows(tmp_path / "b")
+    assert [a[s]["train_loss"] for s in range(8)] == [b[s]["train_loss"] for s in range(8)]
+    assert a[8]["val_loss"] == b[8]["val_loss"] and a[0]["train_loss"] != a[7]["train_loss"]
+
+
+def test_resuming_with_another_optimizer_is_refused(data_dir, tmp_path):
+    assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
+    p = run([*TINY, "--optimizer=lamb", "--max_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
+    assert p.returncode == 1 and "optimizer=adamw" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bench_times_the_relative_optimizers_too(data_dir):
+    p = run([*TINY, "--optimizer=tiger", "--bench=2"])
+    assert p.returncode == 0 and "tokens/s" in p.stdout, p.stderr
