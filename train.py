@@ -3,6 +3,7 @@ Train a tiedgpt model. One process on a CPU or GPU:
 
     python train.py --head=ortho
     python train.py --head=tied --n_embd=512 --max_iters=2000 --device=cuda
+    python train.py --head=logn --optimizer=tiger        # steps relative to each weight's size (optim.py)
 
 or several GPUs (or CPU processes) with DistributedDataParallel:
 
@@ -14,6 +15,11 @@ logged step) and ckpt.pt (model + optimizer + RNG states + step, written atomica
 only, read back with weights_only=True). --resume=true continues from ckpt.pt; a SIGKILL loses only the steps
 since the last checkpoint, and Ctrl-C saves one before exiting. A folder holding an earlier run's checkpoint
 is never overwritten silently (--resume=true or --overwrite=true), and one folder serves one run at a time.
+
+The file reads in the order a run happens: the Config; 1. processes and device; 2. data; 3. model, optimizer
+and the state a run resumes from (checkpoints); 4. the training loop (`_train`: batch -> lr -> forward ->
+backward -> clip -> step -> log / evaluate / checkpoint), with the helpers it calls just above it; 5. the end
+(final line, a sample); then the command line. The optimizers are in optim.py, the benchmark (--bench) in bench.py.
 
 From Python (notebooks): `from train import Config, train; history = train(Config(head="logn"))`.
 """
@@ -35,11 +41,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from checkpoint import MODEL_FIELDS, TrainingError, claim_out_dir, load_checkpoint, save_checkpoint
 from data.prepare import ensure_prepared, get_encoding, load_split
 from optim import OPTIMIZERS, make_optimizer
 from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
 
-MODEL_FIELDS = [f.name for f in fields(GPTConfig)]
 # Under Tiger the residual branches start at N(0, TIGER_RESIDUAL_STD^2) instead of exactly 0 (see Config); small
 # enough that a fresh model's first loss stays within 1% of the 2-gram prediction at d = 768 (measured: lesson 05)
 TIGER_RESIDUAL_STD = 1e-4
@@ -201,12 +207,62 @@ HELP = dict(
 )
 
 
-class TrainingError(RuntimeError):
-    """A problem the user can act on (diverged, bad checkpoint): the CLI prints it as one line."""
+
+# ----------------------------------------------------------------------------------------------------
+# 1. Processes and device
+
+def setup_processes():
+    """(ddp, rank, world, local_rank): one process (False, 0, 1, 0), or this one's place among torchrun's
+    processes, which torchrun passes in the environment (RANK, WORLD_SIZE, LOCAL_RANK)."""
+    if int(os.environ.get("RANK", -1)) == -1:
+        return False, 0, 1, 0
+    return True, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
+
+
+def setup_device(c, local_rank=0, ddp=False):
+    """The torch.device, the compute dtype's name and the autocast context that Config c asks for.
+    Under torchrun each process takes the GPU of its LOCAL_RANK."""
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if c.device == "auto":
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "mps" if mps and not ddp else "cpu"
+    elif c.device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
+        device = f"cuda:{local_rank}" if ddp else c.device
+    elif c.device == "mps":  # Apple silicon. Untested by this project (no such machine): float32, foreach AdamW
+        if not mps:
+            raise ValueError("device=mps but this machine has no usable Apple GPU (torch.backends.mps); use --device=cpu")
+        if ddp:
+            raise ValueError("device=mps runs one process; torchrun needs cuda or cpu")
+        device = "mps"
+    else:
+        device = "cpu"
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    dtype = c.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
+    return device, dtype, autocast
+
+
+def environment(device, world_size):
+    """What config.json records of the machine: torch and Python versions, device, processes, the git commit."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return dict(torch=torch.__version__, device=str(device), world_size=world_size, git_commit=commit,
+                cuda_device=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+                threads=torch.get_num_threads(), python=sys.version.split()[0])
 
 
 # ----------------------------------------------------------------------------------------------------
-# Data: random windows of the token memmap. A torch.Generator picks them, so its state is part of a
+# 2. Data: random windows of the token memmap. A torch.Generator picks them, so its state is part of a
 # checkpoint and a resumed run sees exactly the batches the uninterrupted run would have seen.
 
 def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
@@ -266,13 +322,6 @@ def window_losses(model, data, block_size, device, lut=None, windows_per_batch=6
     return np.concatenate(out)
 
 
-@torch.no_grad()
-def branch_rms(model):
-    """RMS over the weights of every residual branch's last layer (attention's and the MLP's c_proj): how far the
-    branches have grown from their (near-)zero init. 0 for a fresh model with exactly-zero branches."""
-    ws = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
-    return math.sqrt(sum(w.float().pow(2).sum().item() for w in ws) / max(1, sum(w.numel() for w in ws)))
-
 
 def corpus_vocab(c, train_data, val_data):
     """For vocab='corpus': (ids, lut, config) with ids the sorted GPT-2 ids that occur, lut their new
@@ -283,48 +332,6 @@ def corpus_vocab(c, train_data, val_data):
     lut = np.full(2 ** 16, -1, dtype=np.int64)
     lut[ids] = np.arange(len(ids))
     return ids, lut, dataclasses.replace(c, vocab_size=len(ids))
-
-
-def lr_at(it, c):
-    """Linear warmup to lr over warmup_iters, then cosine from lr down to min_lr at lr_decay_iters."""
-    min_lr = c.lr / 10 if c.min_lr is None else c.min_lr
-    decay_iters = c.max_iters if c.lr_decay_iters is None else c.lr_decay_iters
-    if it < c.warmup_iters:
-        return c.lr * (it + 1) / (c.warmup_iters + 1)
-    if it >= decay_iters:
-        return min_lr
-    progress = (it - c.warmup_iters) / max(1, decay_iters - c.warmup_iters)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (c.lr - min_lr)
-
-
-def setup_device(c, local_rank=0, ddp=False):
-    """The torch.device, the compute dtype's name and the autocast context that Config c asks for.
-    Under torchrun each process takes the GPU of its LOCAL_RANK."""
-    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
-    if c.device == "auto":
-        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "mps" if mps and not ddp else "cpu"
-    elif c.device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
-        device = f"cuda:{local_rank}" if ddp else c.device
-    elif c.device == "mps":  # Apple silicon. Untested by this project (no such machine): float32, foreach AdamW
-        if not mps:
-            raise ValueError("device=mps but this machine has no usable Apple GPU (torch.backends.mps); use --device=cpu")
-        if ddp:
-            raise ValueError("device=mps runs one process; torchrun needs cuda or cpu")
-        device = "mps"
-    else:
-        device = "cpu"
-    device = torch.device(device)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    dtype = c.dtype
-    if dtype == "auto":
-        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
-    return device, dtype, autocast
 
 
 def load_data(c, log=print):
@@ -341,78 +348,6 @@ def load_data(c, log=print):
     return c, meta, train_data, val_data, ids, lut
 
 
-def flops_per_token(model):
-    """Training FLOPs per token, PaLM-style: 6 per weight that multiplies (the head counts even when tied;
-    the lookup does not) plus attention's 12 L T d."""
-    c = model.config
-    head = c.vocab_size * c.n_embd if model.tied else 0  # untied: lm_head is in the non-embedding count
-    return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd
-
-
-# ----------------------------------------------------------------------------------------------------
-# Checkpoints. A checkpoint is data, never code: it holds only tensors and plain Python values (dicts,
-# lists, numbers, strings), and it is read with torch.load(weights_only=True), which refuses anything else.
-# So a ckpt.pt from a classmate can't run code on your machine (tested with a booby-trapped pickle).
-
-CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_rng", "tokens", "loss_sum", "n_summed")
-
-
-def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0):
-    """Write ckpt.pt atomically: to ckpt.pt.tmp, then rename. A kill or a full disk mid-write leaves the previous
-    checkpoint intact (and the .tmp is removed). `data` identifies the dataset (see data_identity); tokens,
-    loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have."""
-    state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=step,
-                 config=dataclasses.asdict(config), data=data, data_rng=gen.get_state(),
-                 torch_rng=torch.get_rng_state(), tokens=int(tokens), loss_sum=float(loss_sum),
-                 n_summed=int(n_summed),
-                 cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
-    tmp = path + ".tmp"
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise TrainingError(f"could not write the checkpoint {path}: {e.strerror or e} "
-                            f"(the previous checkpoint, if any, is kept)") from None
-
-
-def load_checkpoint(path, config, data=None):
-    """Load ckpt.pt, refusing one that is corrupt, is not a tiedgpt checkpoint (anything but tensors and plain
-    values, such as a pickle that would run code), was made for another model, or on other data."""
-    if not os.path.exists(path):
-        raise TrainingError(f"--resume: no checkpoint at {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # weights_only refuses globals (code) with an UnpicklingError, as it does bad bytes
-        import re
-        code = re.search(r"(?:[Uu]nsupported global:|unsupported) GLOBAL (\S+)", str(e))
-        why = (f"it asks to load {code.group(1)}, which is code, not data: refused, nothing was run" if code
-               else "corrupt, or not a file torch.save wrote")
-        raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint ({why})") from None
-    if not isinstance(state, dict) or any(k not in state for k in CKPT_KEYS) or not isinstance(state["config"], dict):
-        raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (made by another program, or by an "
-                            f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
-    saved = state["config"]
-    same_weights = ("dropout", "fused_loss")  # may change between runs: they don't change the weights' meaning
-    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
-            if k not in same_weights and saved.get(k) != getattr(config, k)]
-    if diff:
-        raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
-    made_with = saved.get("optimizer", "adamw")  # checkpoints from before optim.py were all AdamW
-    if made_with != config.optimizer:
-        raise TrainingError(f"--resume: {path} was trained with optimizer={made_with} (now {config.optimizer}): its "
-                            f"saved optimizer state means nothing to {config.optimizer}; resume with "
-                            f"--optimizer={made_with}, or start a new run")
-    if data is not None and state["data"] != data:
-        diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in data.items() if state["data"].get(k) != v]
-        raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
-                            f"silently fine-tune it on this data. Start a new run with another --out_dir instead")
-    return state
-
-
 def data_identity(c, meta, train_data, val_data, ids):
     """What a checkpoint's weights mean depends on the data: the dataset, its source text's sha256, its token
     counts, and (vocab='corpus') which GPT-2 tokens the rows of E stand for."""
@@ -422,41 +357,8 @@ def data_identity(c, meta, train_data, val_data, ids):
                 vocab_ids_sha256=None if ids is None else hashlib.sha256(np.asarray(ids, np.int64).tobytes()).hexdigest())
 
 
-def claim_out_dir(c):
-    """Make out_dir and hold an exclusive lock on it (out_dir/.lock) for the run's life: a second run on the same
-    folder is refused instead of overwriting the first's files. Also refuses a fresh run over an earlier run's
-    checkpoint (resume or overwrite must say what to do with it) and the source tree itself. Returns the open
-    lock file (closing it releases the lock; so does the process ending, however it ends)."""
-    import fcntl
-    d = c.out_dir
-    if os.path.exists(os.path.join(d, "tiedgpt.py")):
-        raise ValueError(f"out_dir={d!r} is the source tree; give a folder of its own (default: out/<head>)")
-    if os.path.exists(d) and not os.path.isdir(d):
-        raise ValueError(f"out_dir={d!r} is a file, not a folder")
-    try:
-        os.makedirs(d, exist_ok=True)
-        lock = open(os.path.join(d, ".lock"), "a+")
-    except OSError as e:
-        raise ValueError(f"out_dir={d!r} can't be used: {e.strerror or e}") from None
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.seek(0)
-        other = lock.read().strip() or "?"
-        lock.close()
-        raise TrainingError(f"out_dir={d!r} is in use by another run (pid {other}); wait for it to finish, "
-                            f"or give this run another --out_dir") from None
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
-    ckpt = os.path.join(d, "ckpt.pt")
-    if os.path.exists(ckpt) and not c.resume and not c.overwrite:
-        lock.close()
-        raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
-                            f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
-    return lock
-
+# ----------------------------------------------------------------------------------------------------
+# 3. Model, optimizer, and the state a run resumes from (checkpoint.py writes, reads and checks ckpt.pt)
 
 def estimate_memory(c):
     """Rough bytes a training step needs: 16 per parameter (weight, gradient, AdamW's two moments, fp32), the
@@ -480,17 +382,236 @@ def available_memory():
         return None
 
 
-# ----------------------------------------------------------------------------------------------------
+def check_memory(c, device):
+    """Refuse, in one line, a CPU run that would not fit in the memory the machine has free."""
+    need, have = estimate_memory(c), available_memory()
+    if device.type == "cpu" and have is not None and need > have:
+        raise ValueError(f"this run needs about {need / 2 ** 30:.1f} GiB but only {have / 2 ** 30:.1f} GiB of memory is "
+                         f"available; lower n_embd, n_layer, batch_size or block_size (or use --vocab=corpus)")
 
-def environment(device, world_size):
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return dict(torch=torch.__version__, device=str(device), world_size=world_size, git_commit=commit,
-                cuda_device=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-                threads=torch.get_num_threads(), python=sys.version.split()[0])
+
+def build(c, device, data_id, log):
+    """The model (initialised from c.seed), its optimizer (optim.py) and the batch generator (data_seed), and where
+    the run stands: dict(step, tokens, loss_sum, n_summed, history). With c.resume all of them are as ckpt.pt left
+    them, and history holds the metrics rows before the checkpoint's step (later ones will be redone)."""
+    torch.manual_seed(c.seed)
+    model = GPT(c.model_config()).to(device)
+    optimizer = make_optimizer(model, c)
+    gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
+    where = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[])
+    if not c.resume:
+        return model, optimizer, gen, where
+    if not c.out_dir:
+        raise ValueError("--resume needs an out_dir")
+    ckpt_path = os.path.join(c.out_dir, "ckpt.pt")
+    state = load_checkpoint(ckpt_path, c, data_id)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    gen.set_state(state["data_rng"])
+    torch.set_rng_state(state["torch_rng"])
+    if state["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    # tokens, loss_sum and n_summed: see save_checkpoint
+    where.update(step=state["step"], tokens=state["tokens"], loss_sum=state["loss_sum"], n_summed=state["n_summed"])
+    metrics_path = os.path.join(c.out_dir, "metrics.jsonl")
+    if os.path.exists(metrics_path):  # keep the rows up to the checkpoint; later ones will be redone
+        with open(metrics_path) as f:
+            where["history"] = [r for r in map(json.loads, f) if r["step"] < where["step"]]
+    log(f"resumed from {ckpt_path} at step {where['step']}")
+    return model, optimizer, gen, where
+
+
+def write_run_files(c, meta, device, world, history):
+    """config.json (the resolved config, the dataset, the machine) and metrics.jsonl, rewritten whole: a resumed
+    run drops the rows past its checkpoint."""
+    with open(os.path.join(c.out_dir, "config.json"), "w") as f:
+        json.dump(dict(config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world)), f, indent=2)
+    with open(os.path.join(c.out_dir, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in history)
+
+
+def flops_per_token(model):
+    """Training FLOPs per token, PaLM-style: 6 per weight that multiplies (the head counts even when tied;
+    the lookup does not) plus attention's 12 L T d."""
+    c = model.config
+    head = c.vocab_size * c.n_embd if model.tied else 0  # untied: lm_head is in the non-embedding count
+    return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd
+
+
+@torch.no_grad()
+def branch_rms(model):
+    """RMS over the weights of every residual branch's last layer (attention's and the MLP's c_proj): how far the
+    branches have grown from their (near-)zero init. 0 for a fresh model with exactly-zero branches."""
+    ws = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
+    return math.sqrt(sum(w.float().pow(2).sum().item() for w in ws) / max(1, sum(w.numel() for w in ws)))
+
+
+
+# ----------------------------------------------------------------------------------------------------
+# 4. The training loop, and the helpers it calls
+
+@dataclass
+class Run:
+    """What the loop and its helpers share, set up once by setup(); the loop itself keeps what changes per step."""
+    c: Config
+    model: torch.nn.Module  # the model itself: evaluated, checkpointed, sampled
+    step_model: torch.nn.Module  # what a training step calls: the model, compiled and/or wrapped in DDP
+    optimizer: torch.optim.Optimizer
+    gen: torch.Generator  # picks the training batches (its state is checkpointed)
+    train_data: np.ndarray
+    val_data: np.ndarray
+    ids: np.ndarray  # vocab='corpus': the GPT-2 id of each row of E (None for the full vocabulary)
+    lut: np.ndarray  # and GPT-2 id -> row
+    data_id: dict  # what the data is (see data_identity), checked on resume
+    device: torch.device
+    autocast: object
+    ddp: bool
+    world: int
+    master: bool  # rank 0: the process that evaluates, logs and writes files
+    rows: slice  # this process's rows of the global batch
+    ckpt_path: str
+    metrics_path: str
+    flops_per_token: float
+
+
+def setup(c, log):
+    """Sections 1-3 for one run: processes and device, data, model and optimizer (resumed with c.resume), the run's
+    files, and the lines that say what is about to happen. Returns (Run, where the run stands: see build)."""
+    ddp, rank, world, local_rank = setup_processes()
+    master = rank == 0
+    log = log if master else (lambda *a, **k: None)
+    device, dtype, autocast = setup_device(c, local_rank, ddp)
+    if ddp and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    if c.batch_size % world:
+        raise ValueError(f"batch_size={c.batch_size} must be divisible by the {world} processes")
+    c, meta, train_data, val_data, ids, lut = load_data(c, log)
+    data_id = data_identity(c, meta, train_data, val_data, ids)
+    check_memory(c, device)
+    model, optimizer, gen, where = build(c, device, data_id, log)
+    if master and c.out_dir:
+        write_run_files(c, meta, device, world, where["history"])
+    step_model = torch.compile(model) if c.compile else model
+    if ddp:
+        step_model = torch.nn.parallel.DistributedDataParallel(
+            step_model, device_ids=[local_rank] if device.type == "cuda" else None)
+    share = c.batch_size // world
+    run = Run(c, model, step_model, optimizer, gen, train_data, val_data, ids, lut, data_id, device, autocast, ddp, world,
+              master, rows=slice(rank * share, (rank + 1) * share),
+              ckpt_path=os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None,
+              metrics_path=os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None,
+              flops_per_token=flops_per_token(model))
+    log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
+        f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
+        f"| {meta['dataset']} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
+        + (f", residual branches start at N(0, {c.residual_std:g}^2)" if c.zero_init_residual and c.residual_std else ""))
+    if where["step"] == 0:  # what the step-0 line should show: that comparison is lesson 01's puzzle
+        r = meta.get("repeat_fraction", 0.0)
+        log(f"expect at step 0: loss ~ {predicted_initial_loss(c.model_config(), r):.2f} for head={c.head} "
+            f"(theory with repeat rate r={r:.3f}; uniform guessing would be ln(n) = {math.log(c.vocab_size):.2f})")
+    return run, where
+
+
+def lr_at(it, c):
+    """Linear warmup to lr over warmup_iters, then cosine from lr down to min_lr at lr_decay_iters."""
+    min_lr = c.lr / 10 if c.min_lr is None else c.min_lr
+    decay_iters = c.max_iters if c.lr_decay_iters is None else c.lr_decay_iters
+    if it < c.warmup_iters:
+        return c.lr * (it + 1) / (c.warmup_iters + 1)
+    if it >= decay_iters:
+        return min_lr
+    progress = (it - c.warmup_iters) / max(1, decay_iters - c.warmup_iters)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (c.lr - min_lr)
+
+
+@torch.no_grad()
+def evaluate(run, step, full=True, dense=False):
+    """The eval losses of the current weights, as a metrics row's fields. full: eval_train_loss and val_loss, means
+    over eval_iters fixed batches of each split (the same batches every time; val over the whole split with
+    eval_full_val). dense: val_subset_loss, over dense_val_windows windows of the val split. A non-finite one stops
+    the run."""
+    c, model = run.c, run.model
+    model.eval()
+    out = {}
+    if dense:  # a subset of the val split's windows (Config.dense_val_until)
+        out["val_subset_loss"] = full_split_loss(model, run.val_data, c.block_size, run.device, run.autocast, run.lut,
+                                                 subset=c.dense_val_windows)
+    for split, data in (("val", run.val_data), ("train", run.train_data)) if full else ():
+        if split == "val" and c.eval_full_val:
+            out["val_loss"] = full_split_loss(model, data, c.block_size, run.device, run.autocast, run.lut)
+            continue
+        g, losses = torch.Generator().manual_seed(12345), []
+        for _ in range(c.eval_iters):
+            x, y = get_batch(data, c.batch_size, c.block_size, g, lut=run.lut)
+            with run.autocast:
+                losses.append(model(x.to(run.device), y.to(run.device), return_logits=False)[1])
+        out["val_loss" if split == "val" else "eval_train_loss"] = torch.stack(losses).mean().item()
+    model.train()
+    if not all(map(math.isfinite, out.values())):
+        raise TrainingError(f"non-finite loss at evaluation of step {step}; stopping "
+                            f"(last good checkpoint kept: {run.ckpt_path})")
+    return out
+
+
+def check_finite(first_bad, ckpt_path):
+    """Stop, naming the step, if a training loss since the last check was not finite (first_bad >= 0)."""
+    if (bad := first_bad.item()) >= 0:
+        raise TrainingError(f"non-finite loss at step {bad}; stopping"
+                            + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
+
+
+def checkpoint(run, step, tokens, loss_sum, n_summed):
+    """Write ckpt.pt for the weights after `step` updates. loss_sum (the losses summed since the last row) is
+    averaged over the processes first, so that it is the global batch's, as logged."""
+    total = loss_sum.clone()
+    if run.ddp:
+        dist.all_reduce(total)
+        total /= run.world
+    if run.master and run.ckpt_path:
+        save_checkpoint(run.ckpt_path, run.model, run.optimizer, step, run.c, run.gen, run.data_id, tokens,
+                        total.item(), n_summed)
+
+
+def weight_stats(model):
+    """The sizes lesson 05 follows: the embedding's RMS, the residual branches' (branch_rms), the final norm's gain."""
+    return dict(emb_rms=model.transformer.wte.weight.detach().pow(2).mean().sqrt().item(), resid_rms=branch_rms(model),
+                lnf_gain=model.transformer.ln_f.weight.mean().item())
+
+
+def catch_stop_signals():
+    """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
+    checkpoint and stops. Returns (that list, the previous handlers for restore_signals)."""
+    stop, handlers = [], {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            handlers[sig] = signal.signal(sig, lambda *_: stop.append(True))
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+    return stop, handlers
+
+
+def restore_signals(handlers):
+    for sig, h in handlers.items():
+        signal.signal(sig, h)
+
+
+def progress_bar(c, step, show, log):
+    """(bar, say, plain). The bar redraws one line with carriage returns: right for a terminal or a notebook,
+    unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line
+    instead (plain=True). say() prints a line without breaking the bar."""
+    interactive = sys.stdout.isatty() or "ipykernel" in sys.modules
+    bar = tqdm(total=c.max_iters, initial=step, disable=not (show and interactive), dynamic_ncols=True)
+    return bar, (bar.write if not bar.disable else log), show and bar.disable
+
+
+def show_progress(bar, plain, log, run, row):
+    """A logged row on the bar (loss, tokens/s, MFU on a GPU), or as one plain line."""
+    postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
+    if run.device.type == "cuda":
+        postfix["mfu"] = f"{100 * run.flops_per_token * row['tokens_per_s'] / (PEAK_TFLOPS * 1e12):.1f}%"
+    bar.set_postfix(postfix, refresh=False)
+    if plain:
+        log(f"step {row['step']}/{run.c.max_iters}: loss {row['train_loss']:.4f}, {row['tokens_per_s']:,.0f} tokens/s")
 
 
 def train(c, progress=True, log=print):
@@ -510,240 +631,109 @@ def train(c, progress=True, log=print):
 
 
 def _train(c, progress, log):
-    # -- processes and devices
-    ddp = int(os.environ.get("RANK", -1)) != -1
-    if ddp:
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        local_rank = int(os.environ["LOCAL_RANK"])
-    else:
-        rank, world, local_rank = 0, 1, 0
-    master = rank == 0
-    log = log if master else (lambda *a, **k: None)
-    device, dtype, autocast = setup_device(c, local_rank, ddp)
-    if ddp and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    if c.batch_size % world:
-        raise ValueError(f"batch_size={c.batch_size} must be divisible by the {world} processes")
-    rows = slice(rank * (c.batch_size // world), (rank + 1) * (c.batch_size // world))
-
-    # -- data
-    c, meta, train_data, val_data, ids, lut = load_data(c, log)
-    dataset = meta["dataset"]
-    data_id = data_identity(c, meta, train_data, val_data, ids)
-    need, have = estimate_memory(c), available_memory()
-    if device.type == "cpu" and have is not None and need > have:
-        raise ValueError(f"this run needs about {need / 2 ** 30:.1f} GiB but only {have / 2 ** 30:.1f} GiB of memory is "
-                         f"available; lower n_embd, n_layer, batch_size or block_size (or use --vocab=corpus)")
-
-    # -- model, optimizer, and (on --resume) their saved state
-    torch.manual_seed(c.seed)
-    model = GPT(c.model_config()).to(device)
-    optimizer = make_optimizer(model, c)
-    gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
-    step, history = 0, []
-    tokens_seen, resumed_sum, resumed_n = 0, 0.0, 0  # a checkpoint carries these over (see save_checkpoint)
-    ckpt_path = os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None
-    metrics_path = os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None
-    if c.resume:
-        if not c.out_dir:
-            raise ValueError("--resume needs an out_dir")
-        state = load_checkpoint(ckpt_path, c, data_id)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        gen.set_state(state["data_rng"])
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        step = state["step"]
-        tokens_seen, resumed_sum, resumed_n = state["tokens"], state["loss_sum"], state["n_summed"]
-        if os.path.exists(metrics_path):  # keep the rows up to the checkpoint; later ones will be redone
-            with open(metrics_path) as f:
-                history = [r for r in map(json.loads, f) if r["step"] < step]
-        log(f"resumed from {ckpt_path} at step {step}")
-    if master and c.out_dir:
-        with open(os.path.join(c.out_dir, "config.json"), "w") as f:
-            json.dump(dict(config=dataclasses.asdict(c), dataset=meta,
-                           environment=environment(device, world)), f, indent=2)
-        with open(metrics_path, "w") as f:  # rewritten whole: a resumed run drops rows past its checkpoint
-            f.writelines(json.dumps(r) + "\n" for r in history)
-    raw_model = model
-    if c.compile:
-        model = torch.compile(model)
-    if ddp:
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[local_rank] if device.type == "cuda" else None)
-
-    @torch.no_grad()
-    def evaluate(full=True, dense=False):
-        """Mean loss over eval_iters fixed batches of each split (the same batches every time); dense: also the
-        val-subset loss; full=False: that alone."""
-        raw_model.eval()
-        out = {}
-        if dense:  # a subset of the val split's windows (Config.dense_val_until)
-            out["val_subset"] = full_split_loss(raw_model, val_data, c.block_size, device, autocast, lut,
-                                                subset=c.dense_val_windows)
-            if not full:
-                raw_model.train()
-                return out
-        for split, data in (("train", train_data), ("val", val_data)):
-            g = torch.Generator().manual_seed(12345)
-            losses = []
-            if split == "val" and c.eval_full_val:
-                out[split] = full_split_loss(raw_model, data, c.block_size, device, autocast, lut)
-                continue
-            for _ in range(c.eval_iters):
-                x, y = get_batch(data, c.batch_size, c.block_size, g, lut=lut)
-                with autocast:
-                    losses.append(raw_model(x.to(device), y.to(device), return_logits=False)[1])
-            out[split] = torch.stack(losses).mean().item()
-        raw_model.train()
-        return out
-
-    def checkpoint(at):
-        total = loss_sum.clone()  # the losses summed since the last row: the global batch's, as logged
-        if ddp:
-            dist.all_reduce(total)
-            total /= world
-        if master and ckpt_path:
-            save_checkpoint(ckpt_path, raw_model, optimizer, at, c, gen, data_id, tokens_seen,
-                            total.item(), n_summed)
-
-    # Ctrl-C (SIGINT) and SIGTERM only raise a flag; the loop saves a checkpoint between two steps and stops
-    stop = []
-    handlers = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            handlers[sig] = signal.signal(sig, lambda *_: stop.append(True))
-        except ValueError:  # not the main thread: leave signals alone
-            pass
-
-    log(f"{raw_model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
-        f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
-        f"| {dataset} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
-        + (f", residual branches start at N(0, {c.residual_std:g}^2)" if c.zero_init_residual and c.residual_std else ""))
-    if step == 0:  # what the step-0 line should show: that comparison is lesson 01's puzzle
-        r = meta.get("repeat_fraction", 0.0)
-        log(f"expect at step 0: loss ~ {predicted_initial_loss(c.model_config(), r):.2f} for head={c.head} "
-            f"(theory with repeat rate r={r:.3f}; uniform guessing would be ln(n) = {math.log(c.vocab_size):.2f})")
-    wte = raw_model.transformer.wte.weight
-    tokens_per_step = c.batch_size * c.block_size
-    fpt = flops_per_token(raw_model)
-    start_step = step
-    # Losses stay on the device between log steps: no host sync per step.
-    # A resumed run restarts these from the checkpoint: its first row then averages the same steps as the
-    # uninterrupted run's.
-    loss_sum, n_summed = torch.tensor(resumed_sum, device=device), resumed_n
-    first_bad = torch.full((), -1, device=device, dtype=torch.long)
+    """The loop. Row `step` of the history describes the weights after `step` updates: their eval losses, and the
+    training loss and gradient computed with them in iteration `step`."""
+    run, where = setup(c, log)
+    c, log = run.c, log if run.master else (lambda *a, **k: None)
+    step, tokens_seen, history = where["step"], where["tokens"], where["history"]
+    start_step, tokens_per_step = step, c.batch_size * c.block_size
+    # Losses stay on the device between log steps: no host sync per step. A resumed run restarts these from the
+    # checkpoint: its first row then averages the same steps as the uninterrupted run's.
+    loss_sum, n_summed = torch.tensor(where["loss_sum"], device=run.device), where["n_summed"]
+    first_bad = torch.full((), -1, device=run.device, dtype=torch.long)  # the first step with a non-finite loss
+    stop, handlers = catch_stop_signals()
+    bar, say, plain = progress_bar(c, step, progress and run.master, log)
     t0 = t_last = time.time()
     step_last = step
-    # The bar redraws one line with carriage returns: right for a terminal or a notebook, unreadable in a log
-    # file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line instead.
-    interactive = sys.stdout.isatty() or "ipykernel" in sys.modules
-    bar = tqdm(total=c.max_iters, initial=step, disable=not (progress and master and interactive),
-               dynamic_ncols=True)
-    plain = progress and master and bar.disable
-    say = bar.write if not bar.disable else log
     try:
         while True:
-            # Row `step` describes the weights after `step` updates: their eval losses, and the training
-            # loss and gradient computed with them in iteration `step`.
             row = {}
-            full = step % c.eval_interval == 0 or step == c.max_iters
+            full = step % c.eval_interval == 0 or step == c.max_iters  # evaluate and checkpoint
             dense = c.dense_val_until > 0 and (full or (step <= c.dense_val_until and step % c.log_interval == 0))
             if full or dense:
-                if (bad := first_bad.item()) >= 0:  # a step since the last log went non-finite: name it
-                    raise TrainingError(f"non-finite loss at step {bad}; stopping"
-                                        + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
-                if master:
-                    losses = evaluate(full, dense)
-                    if not all(map(math.isfinite, losses.values())):
-                        raise TrainingError(f"non-finite loss at evaluation of step {step}; stopping "
-                                            f"(last good checkpoint kept: {ckpt_path})")
-                    row["step"] = step
-                    if dense:
-                        row["val_subset_loss"] = losses["val_subset"]
+                check_finite(first_bad, run.ckpt_path)  # a step since the last log went non-finite: name it
+                if run.master:
+                    row.update(step=step, **evaluate(run, step, full, dense))
                     if full:
-                        row.update(val_loss=losses["val"], eval_train_loss=losses["train"])
-                        say(f"step {step}: train {losses['train']:.4f}, val {losses['val']:.4f}")
+                        say(f"step {step}: train {row['eval_train_loss']:.4f}, val {row['val_loss']:.4f}")
                 if full and step > start_step:
-                    checkpoint(step)
+                    checkpoint(run, step, tokens_seen, loss_sum, n_summed)
             if step >= c.max_iters:
                 if row:
-                    _append(history, row, metrics_path)
+                    _append(history, row, run.metrics_path)
                 break
             if stop:
-                checkpoint(step)
-                say(f"interrupted at step {step}" + (f"; checkpoint saved to {ckpt_path}" if ckpt_path else ""))
+                checkpoint(run, step, tokens_seen, loss_sum, n_summed)
+                say(f"interrupted at step {step}" + (f"; checkpoint saved to {run.ckpt_path}" if run.ckpt_path else ""))
                 raise KeyboardInterrupt
 
-            x, y = get_batch(train_data, c.batch_size, c.block_size, gen, rows, lut)
+            x, y = get_batch(run.train_data, c.batch_size, c.block_size, run.gen, run.rows, run.lut)
             lr = lr_at(step, c)
-            for group in optimizer.param_groups:
+            for group in run.optimizer.param_groups:
                 group["lr"] = lr
-            with autocast:
-                _, loss = model(x.to(device, non_blocking=True), y.to(device, non_blocking=True), return_logits=False)
-            optimizer.zero_grad(set_to_none=True)
+            with run.autocast:
+                _, loss = run.step_model(x.to(run.device, non_blocking=True), y.to(run.device, non_blocking=True),
+                                         return_logits=False)
+            run.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             logging_now = bool(row) or step % c.log_interval == 0
             if logging_now:  # before clipping: the raw size of the embedding's (summed, if tied) gradient
-                emb_grad_norm = wte.grad.norm()
-            grad_norm = (torch.nn.utils.clip_grad_norm_(raw_model.parameters(), c.grad_clip)
-                         if c.grad_clip > 0 else None)
-            optimizer.step()
+                emb_grad_norm = run.model.transformer.wte.weight.grad.norm()
+            grad_norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), c.grad_clip) if c.grad_clip > 0 else None
+            run.optimizer.step()
             loss = loss.detach()
             first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss), step, first_bad)
             loss_sum += loss
             n_summed += 1
             tokens_seen += tokens_per_step
             if logging_now:
-                if (bad := first_bad.item()) >= 0:
-                    raise TrainingError(f"non-finite loss at step {bad}; stopping"
-                                        + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
-                if ddp:  # the logged loss is the global batch's, as in a 1-process run
+                check_finite(first_bad, run.ckpt_path)
+                if run.ddp:  # the logged loss is the global batch's, as in a 1-process run
                     dist.all_reduce(loss_sum)
-                    loss_sum /= world
+                    loss_sum /= run.world
                 now = time.time()
-                tok_s = (step + 1 - step_last) * tokens_per_step / max(now - t_last, 1e-9)
-                row.update(step=step, tokens=tokens_seen,
-                           train_loss=(loss_sum / n_summed).item(), lr=lr,
+                row.update(step=step, tokens=tokens_seen, train_loss=(loss_sum / n_summed).item(), lr=lr,
                            grad_norm=None if grad_norm is None else grad_norm.item(),
-                           emb_grad_norm=emb_grad_norm.item(), emb_rms=wte.detach().pow(2).mean().sqrt().item(),
-                           resid_rms=branch_rms(raw_model), lnf_gain=raw_model.transformer.ln_f.weight.mean().item(),
-                           tokens_per_s=tok_s, time=now - t0)
-                postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{tok_s:,.0f}")
-                if device.type == "cuda":
-                    postfix["mfu"] = f"{100 * fpt * tok_s / (PEAK_TFLOPS * 1e12):.1f}%"
-                bar.set_postfix(postfix, refresh=False)
-                if plain:
-                    log(f"step {step}/{c.max_iters}: loss {row['train_loss']:.4f}, {tok_s:,.0f} tokens/s")
+                           emb_grad_norm=emb_grad_norm.item(), **weight_stats(run.model),
+                           tokens_per_s=(step + 1 - step_last) * tokens_per_step / max(now - t_last, 1e-9), time=now - t0)
+                show_progress(bar, plain, log, run, row)
                 loss_sum.zero_()
                 n_summed, t_last, step_last = 0, now, step + 1
-                if master:
-                    _append(history, row, metrics_path)
+                if run.master:
+                    _append(history, row, run.metrics_path)
             step += 1
             bar.update(1)
     finally:
         bar.close()
-        for sig, h in handlers.items():
-            signal.signal(sig, h)
-        if ddp and dist.is_initialized():
+        restore_signals(handlers)
+        if run.ddp and dist.is_initialized():
             dist.destroy_process_group()
-
-    if master:
-        final = [r for r in history if r.get("val_loss") is not None][-1]
-        log(f"final val loss {final['val_loss']:.4f} at step {final['step']} ({time.time() - t0:.0f} s)")
-        if c.sample_tokens:
-            enc = get_encoding()
-            start = enc.encode_ordinary("\n")
-            if lut is not None:  # vocab='corpus': the model only knows the corpus's tokens, renumbered
-                start = lut[start].tolist() if (lut[start] >= 0).all() else lut[val_data[:1].astype(np.int64)].tolist()
-            start = torch.tensor([start], device=device)
-            with autocast:
-                out = raw_model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)[0].tolist()
-            if ids is not None:
-                out = ids[out].tolist()
-            log("sample:\n" + enc.decode([t for t in out if t < enc.n_vocab]))
+    if run.master:
+        finish(run, history, time.time() - t0, log)
     return history
+
+
+# ----------------------------------------------------------------------------------------------------
+# 5. The end
+
+def finish(run, history, seconds, log):
+    """The final line (the last val loss) and, with sample_tokens, a sample of text from the trained model."""
+    c = run.c
+    final = [r for r in history if r.get("val_loss") is not None][-1]
+    log(f"final val loss {final['val_loss']:.4f} at step {final['step']} ({seconds:.0f} s)")
+    if not c.sample_tokens:
+        return
+    enc = get_encoding()
+    start = enc.encode_ordinary("\n")
+    if run.lut is not None:  # vocab='corpus': the model only knows the corpus's tokens, renumbered
+        start = run.lut[start].tolist() if (run.lut[start] >= 0).all() else \
+            run.lut[run.val_data[:1].astype(np.int64)].tolist()
+    start = torch.tensor([start], device=run.device)
+    with run.autocast:
+        out = run.model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)[0].tolist()
+    if run.ids is not None:
+        out = run.ids[out].tolist()
+    log("sample:\n" + enc.decode([t for t in out if t < enc.n_vocab]))
 
 
 def _append(history, row, path):
@@ -753,100 +743,12 @@ def _append(history, row, path):
             f.write(json.dumps(row) + "\n")
 
 
-def bench(c, log=print):
-    """Time c.bench training steps of the model c describes, on real batches, after 2 warm-up steps.
-    Returns and prints tokens/s, ms/step and peak memory (process RSS; on a GPU, also allocated memory).
-    Compare two settings by running both, e.g. --fused_loss=false against the default."""
-    import resource
-    device, dtype, autocast = setup_device(c)
-    c, _, data, _, _, lut = load_data(c, log)
-    torch.manual_seed(c.seed)
-    model = GPT(c.model_config()).to(device)
-    optimizer = make_optimizer(model, c)
-    step_model = torch.compile(model) if c.compile else model
-    gen = torch.Generator().manual_seed(c.seed)
-
-    def step():
-        x, y = get_batch(data, c.batch_size, c.block_size, gen, lut=lut)
-        with autocast:
-            _, loss = step_model(x.to(device), y.to(device), return_logits=False)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if c.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-        optimizer.step()
-        return loss
-
-    for _ in range(2):
-        step()
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    sync()
-    profiler = nullcontext()
-    if c.bench_profile:  # where the time goes, op by op (the timing below then includes the profiler's overhead)
-        from torch.profiler import ProfilerActivity, profile
-        profiler = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else []))
-    t = time.perf_counter()
-    with profiler:
-        for _ in range(c.bench):
-            loss = step()
-        loss.item()
-        sync()
-    dt = (time.perf_counter() - t) / c.bench
-    if c.bench_profile:
-        key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
-        log(profiler.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=40))
-    tok_s = c.batch_size * c.block_size / dt
-    out = dict(tokens_per_s=tok_s, ms_per_step=1000 * dt, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               device=str(device), dtype=dtype, threads=torch.get_num_threads())
-    msg = (f"bench: {tok_s:,.0f} tokens/s, {1000 * dt:.1f} ms/step, peak RSS {out['peak_rss_mb']:,.0f} MB "
-           f"| {device} {dtype}, {torch.get_num_threads()} threads, B={c.batch_size} T={c.block_size}, "
-           f"head={c.head}, fused_loss={c.fused_loss}, fused_adamw={c.fused_adamw}, compile={c.compile}")
-    if device.type == "cuda":
-        out["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
-        out["mfu"] = flops_per_token(model) * tok_s / (PEAK_TFLOPS * 1e12)
-        msg += f", peak GPU {out['peak_gpu_mb']:,.0f} MB, MFU {100 * out['mfu']:.1f}% of {PEAK_TFLOPS:.0f} TFLOP/s"
-    log(msg)
-    if os.environ.get("TIEDGPT_BENCH_JSON"):  # bench_against_baseline reads its child processes' results here
-        with open(os.environ["TIEDGPT_BENCH_JSON"], "w") as f:
-            json.dump(out, f)
-    return out
-
-
-# What a plain nanoGPT-style model of the same shape does differently: textbook logits -> F.cross_entropy,
-# AdamW's foreach implementation (nanoGPT fuses only on CUDA), learned positions added to the embedding,
-# GPT-2's residual init and biases, and the vocabulary padded to 50304.
-NANOGPT = dict(fused_loss=False, fused_adamw=False, pos="learned", zero_init_residual=False, bias=True)
-
-
-def bench_against_baseline(c, rounds=3, log=print):
-    """Time c and its nanoGPT-style twin alternately (A B A B ...), each in a fresh process so that peak
-    memory is its own, and report the medians and the ratios: one sitting, one machine, one command."""
-    import statistics
-    import tempfile
-    base = dataclasses.replace(c, **NANOGPT, vocab_size=50304 if c.vocab_size == 50257 else c.vocab_size)
-    runs = {"this repo": (c, []), "nanoGPT-style": (base, [])}
-    for r in range(rounds):
-        for name, (cfg, results) in runs.items():
-            argv = [f"--{f.name}={getattr(cfg, f.name)}" for f in fields(Config)
-                    if f.name != "bench_baseline" and getattr(cfg, f.name) != f.default]
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "bench.json")
-                p = subprocess.run([sys.executable, os.path.abspath(__file__), *argv],
-                                   env={**os.environ, "TIEDGPT_BENCH_JSON": path}, capture_output=True, text=True)
-                if p.returncode != 0 or not os.path.exists(path):
-                    raise TrainingError(f"bench of {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
-                with open(path) as f:
-                    results.append(json.load(f))
-            log(f"round {r + 1}/{rounds} {name:14} {results[-1]['tokens_per_s']:8,.0f} tokens/s  "
-                f"{results[-1]['ms_per_step']:7.0f} ms/step  peak RSS {results[-1]['peak_rss_mb']:6,.0f} MB")
-    med = {name: {k: statistics.median(r[k] for r in results) for k in ("tokens_per_s", "ms_per_step", "peak_rss_mb")}
-           for name, (_, results) in runs.items()}
-    a, b = med["this repo"], med["nanoGPT-style"]
-    log(f"baseline flags: " + " ".join(f"--{k}={v}" for k, v in {**NANOGPT, "vocab_size": base.vocab_size}.items()))
-    log(f"medians of {rounds}: this repo {a['tokens_per_s']:,.0f} tokens/s, {a['peak_rss_mb']:,.0f} MB | nanoGPT-style "
-        f"{b['tokens_per_s']:,.0f} tokens/s, {b['peak_rss_mb']:,.0f} MB | speed {a['tokens_per_s'] / b['tokens_per_s']:.2f}x, "
-        f"memory {a['peak_rss_mb'] / b['peak_rss_mb']:.2f}x")
-    return med
+def __getattr__(name):
+    """The benchmark lives in bench.py; `from train import bench, bench_against_baseline, NANOGPT` still works."""
+    if name in ("bench", "bench_against_baseline", "NANOGPT"):
+        import bench
+        return getattr(bench, name)
+    raise AttributeError(f"module 'train' has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -897,10 +799,9 @@ def main(argv):
         print(f"train.py: {e}", file=sys.stderr)
         return 2
     try:
-        if config.bench and config.bench_baseline:
-            bench_against_baseline(config)
-        elif config.bench:
-            bench(config)
+        if config.bench:  # bench.py times steps instead of training (as nanoGPT's bench.py does)
+            import bench
+            (bench.bench_against_baseline if config.bench_baseline else bench.bench)(config)
         else:
             train(config)
     except (ValueError, FileNotFoundError) as e:

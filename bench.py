@@ -1,0 +1,122 @@
+"""
+The benchmark behind `python train.py --bench=N` (as nanoGPT keeps its own bench.py): time training steps, and
+compare this repository's path with a plain nanoGPT-style twin of the same shape, in one command.
+
+    python train.py --bench=5 --batch_size=16                        # tokens/s, ms/step, peak memory
+    python train.py --bench=5 --batch_size=16 --bench_baseline=true  # against the nanoGPT-style twin, ratios
+    python train.py --bench=3 --batch_size=16 --bench_profile=true   # torch.profiler's costliest ops
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import fields
+
+import torch
+
+from optim import make_optimizer
+from tiedgpt import GPT
+from train import PEAK_TFLOPS, Config, TrainingError, flops_per_token, get_batch, load_data, setup_device
+
+TRAIN_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train.py")
+
+
+def bench(c, log=print):
+    """Time c.bench training steps of the model c describes, on real batches, after 2 warm-up steps.
+    Returns and prints tokens/s, ms/step and peak memory (process RSS; on a GPU, also allocated memory).
+    Compare two settings by running both, e.g. --fused_loss=false against the default."""
+    import resource
+    device, dtype, autocast = setup_device(c)
+    c, _, data, _, _, lut = load_data(c, log)
+    torch.manual_seed(c.seed)
+    model = GPT(c.model_config()).to(device)
+    optimizer = make_optimizer(model, c)
+    step_model = torch.compile(model) if c.compile else model
+    gen = torch.Generator().manual_seed(c.seed)
+
+    def step():
+        x, y = get_batch(data, c.batch_size, c.block_size, gen, lut=lut)
+        with autocast:
+            _, loss = step_model(x.to(device), y.to(device), return_logits=False)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if c.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+        optimizer.step()
+        return loss
+
+    for _ in range(2):
+        step()
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync()
+    profiler = nullcontext()
+    if c.bench_profile:  # where the time goes, op by op (the timing below then includes the profiler's overhead)
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else []))
+    t = time.perf_counter()
+    with profiler:
+        for _ in range(c.bench):
+            loss = step()
+        loss.item()
+        sync()
+    dt = (time.perf_counter() - t) / c.bench
+    if c.bench_profile:
+        key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+        log(profiler.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=40))
+    tok_s = c.batch_size * c.block_size / dt
+    out = dict(tokens_per_s=tok_s, ms_per_step=1000 * dt, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               device=str(device), dtype=dtype, threads=torch.get_num_threads())
+    msg = (f"bench: {tok_s:,.0f} tokens/s, {1000 * dt:.1f} ms/step, peak RSS {out['peak_rss_mb']:,.0f} MB "
+           f"| {device} {dtype}, {torch.get_num_threads()} threads, B={c.batch_size} T={c.block_size}, "
+           f"head={c.head}, fused_loss={c.fused_loss}, fused_adamw={c.fused_adamw}, compile={c.compile}")
+    if device.type == "cuda":
+        out["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
+        out["mfu"] = flops_per_token(model) * tok_s / (PEAK_TFLOPS * 1e12)
+        msg += f", peak GPU {out['peak_gpu_mb']:,.0f} MB, MFU {100 * out['mfu']:.1f}% of {PEAK_TFLOPS:.0f} TFLOP/s"
+    log(msg)
+    if os.environ.get("TIEDGPT_BENCH_JSON"):  # bench_against_baseline reads its child processes' results here
+        with open(os.environ["TIEDGPT_BENCH_JSON"], "w") as f:
+            json.dump(out, f)
+    return out
+
+
+# What a plain nanoGPT-style model of the same shape does differently: textbook logits -> F.cross_entropy,
+# AdamW's foreach implementation (nanoGPT fuses only on CUDA), learned positions added to the embedding,
+# GPT-2's residual init and biases, and the vocabulary padded to 50304.
+NANOGPT = dict(fused_loss=False, fused_adamw=False, pos="learned", zero_init_residual=False, bias=True)
+
+
+def bench_against_baseline(c, rounds=3, log=print):
+    """Time c and its nanoGPT-style twin alternately (A B A B ...), each in a fresh process so that peak
+    memory is its own, and report the medians and the ratios: one sitting, one machine, one command."""
+    import statistics
+    import tempfile
+    base = dataclasses.replace(c, **NANOGPT, vocab_size=50304 if c.vocab_size == 50257 else c.vocab_size)
+    runs = {"this repo": (c, []), "nanoGPT-style": (base, [])}
+    for r in range(rounds):
+        for name, (cfg, results) in runs.items():
+            argv = [f"--{f.name}={getattr(cfg, f.name)}" for f in fields(Config)
+                    if f.name != "bench_baseline" and getattr(cfg, f.name) != f.default]
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "bench.json")
+                p = subprocess.run([sys.executable, TRAIN_PY, *argv],
+                                   env={**os.environ, "TIEDGPT_BENCH_JSON": path}, capture_output=True, text=True)
+                if p.returncode != 0 or not os.path.exists(path):
+                    raise TrainingError(f"bench of {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+                with open(path) as f:
+                    results.append(json.load(f))
+            log(f"round {r + 1}/{rounds} {name:14} {results[-1]['tokens_per_s']:8,.0f} tokens/s  "
+                f"{results[-1]['ms_per_step']:7.0f} ms/step  peak RSS {results[-1]['peak_rss_mb']:6,.0f} MB")
+    med = {name: {k: statistics.median(r[k] for r in results) for k in ("tokens_per_s", "ms_per_step", "peak_rss_mb")}
+           for name, (_, results) in runs.items()}
+    a, b = med["this repo"], med["nanoGPT-style"]
+    log(f"baseline flags: " + " ".join(f"--{k}={v}" for k, v in {**NANOGPT, "vocab_size": base.vocab_size}.items()))
+    log(f"medians of {rounds}: this repo {a['tokens_per_s']:,.0f} tokens/s, {a['peak_rss_mb']:,.0f} MB | nanoGPT-style "
+        f"{b['tokens_per_s']:,.0f} tokens/s, {b['peak_rss_mb']:,.0f} MB | speed {a['tokens_per_s'] / b['tokens_per_s']:.2f}x, "
+        f"memory {a['peak_rss_mb'] / b['peak_rss_mb']:.2f}x")
+    return med
+
