@@ -684,3 +684,113 @@ def measurement_rows(by_arm_, block=1):
             if se is not None:
                 out.append(dict(a=a, b=b, seed=s, se=se))
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Added 2026-11-25, after an independent review of lesson 04 (all descriptive: none changes a verdict, and each is
+# computed from the same committed runs). They report what the rules above did not ask for but a reader needs.
+
+FRAGILE_EDGE = 0.005  # nats: a Bonferroni interval ending this close to 0 decided its verdict by a hair
+
+
+def fixes_vs_tied(by_arm_, stat="early", fixes=("logn",) + tuple(CORE_FIXES + EXTRA_FIXES)):
+    """Each fix against plain tying on `stat` (F - tied, paired by seed): the comparison a student wants first. One row
+    per fix that has runs, with compare()'s words; k = the number of fixes for the Bonferroni interval."""
+    present = [f for f in fixes if by_arm_.get(f)]
+    if not by_arm_.get("tied"):
+        return []
+    return [dict(a=f, b="tied", **compare(paired(by_arm_[f], by_arm_["tied"], stat), k=len(present))) for f in present]
+
+
+def claim_no_gain_two_sided(by_arm_, fixes=["logn"] + CORE_FIXES, base="tied", stat="best"):
+    """Claim 4 under its ORIGINAL rule (before amendment b): SUPPORTED only if every F is "alike" tied (two-sided);
+    CONTRADICTED if some F differs from tied with its Bonferroni interval and is not alike; else INCONCLUSIVE. Shown in
+    lesson 04 so the reader sees what amendment b changed."""
+    k = len(fixes)
+    rows = [dict(a=f, b=base, **compare(paired(by_arm_[f], by_arm_[base], stat), k=k))
+            for f in _present(by_arm_, fixes)] if by_arm_.get(base) else []
+    verdict = _verdict_or_pending(by_arm_, [base] + list(fixes), rows)
+    if not verdict:
+        verdict = ("SUPPORTED" if all(r["alike"] for r in rows) else
+                   "CONTRADICTED" if any(r["bonferroni"] and not r["alike"] for r in rows) else "INCONCLUSIVE")
+    return dict(verdict=verdict, stat=stat, rows=rows)
+
+
+def fragility(name, claims, edge=FRAGILE_EDGE):
+    """Why a decided verdict of claim `name` (a key of all_claims) could flip with a little more data: its verdicts on
+    best and last differ; a comparison that decided a CONTRADICTED has a Bonferroni interval ending within `edge` nats
+    of 0; the same claim counting bert and channel has another verdict. Returns the reasons (empty: none found)."""
+    c, out = claims[name], []
+    if c["verdict"] in ("PENDING", "INCONCLUSIVE"):
+        return out
+    last = claims.get(name + " (last)")
+    if last and last["verdict"] not in ("PENDING", c["verdict"]):
+        out.append(f"{c['verdict']} on {c['stat']} but {last['verdict']} on last")
+    if c["verdict"] == "CONTRADICTED":
+        for r in c["rows"]:
+            cib = r.get("ci_bonferroni")
+            if r.get("bonferroni") and not r.get("alike") and cib and min(abs(cib[0]), abs(cib[1])) < edge:
+                out.append(f"it rests on {r['a']} - {r['b']}, whose Bonferroni interval [{cib[0]:+.4f}, {cib[1]:+.4f}] "
+                           f"ends within {edge} nats of 0")
+    wider = {"1 logn slowest": "1 with bert and channel", "2 other fixes converge alike": "2 with bert and channel"}
+    other = claims.get(wider.get(name, ""))
+    if other and other["verdict"] not in ("PENDING", c["verdict"]):
+        out.append(f"{other['verdict']} when bert and channel are counted")
+    return out
+
+
+def seeds_for_alike(sd, margin=MARGIN, alpha=ALPHA, most=200):
+    """The fewest seeds k whose 90% interval half-width t(1 - alpha, k - 1) sd / sqrt(k) is below the margin: the least
+    a pair with seed sd `sd` needs before "alike" is possible at all (with a true difference above 0 it needs more).
+    None if even `most` seeds would not do."""
+    for k in range(2, most + 1):
+        if t_quantile(1 - alpha, k - 1) * sd / math.sqrt(k) < margin:
+            return k
+    return None
+
+
+def shared_error_p(seed_diffs, se):
+    """If each seed's measured difference erred independently by `se` (the measurement error), the seeds' sd could not
+    be much below se. P = probability of an sd at most the observed one when the true sd is se: (n - 1) s^2 / se^2 ~
+    chi^2(n - 1). A small P (< 0.05) is evidence that the seeds share their measurement error (the same val windows);
+    a large P is not evidence either way."""
+    d = np.asarray(seed_diffs, float)
+    return float(stats.chi2.cdf((len(d) - 1) * d.var(ddof=1) / se ** 2, len(d) - 1))
+
+
+def gap_phases(steps, mean, lo, hi):
+    """Where a paired gap A - B (gap_curve's output, step 0 left out) is significantly below 0 (A ahead) and above 0
+    (A behind) at pointwise 95%: dict(ahead=[steps], behind=[steps], first=(step, mean), last=(step, mean)). A
+    crossing shows as steps in both lists: a summary over a window can average it away."""
+    keep = steps > 0
+    s, m, l, h = steps[keep], mean[keep], lo[keep], hi[keep]
+    return dict(ahead=s[h < 0].astype(int).tolist(), behind=s[l > 0].astype(int).tolist(),
+                first=(int(s[0]), float(m[0])) if len(s) else None, last=(int(s[-1]), float(m[-1])) if len(s) else None)
+
+
+def design_lines(config, n, n_train, n_val_pred, runs):
+    """Lesson 04's setting in numbers, read off a run's Config and the data: what comes from the post, and what makes it
+    a small, controlled setting rather than a pre-training run. Returns printable lines."""
+    c, d, T, B = config, config.n_embd, config.block_size, config.batch_size
+    tokens = c.max_iters * B * T
+    out = [f"model: n = {n:,} (ln n = {math.log(n):.2f}), d = {d}, {c.n_layer} layers x {c.n_head} heads, T = {T}, "
+           f"zero-init residual = {c.zero_init_residual}, pos = {c.pos}"]
+    for name, sigma in {"sigma=0.02": 0.02, "sigma=d^-1/2": d ** -0.5, "logn / control": math.log(n) / d}.items():
+        out.append(f"  {name:15} sigma = {sigma:.4f}, d*sigma = {d * sigma:5.2f}")
+    out.append(f"training: {c.max_iters} steps of {B} x {T} = {B * T} tokens = {tokens:,} tokens, "
+               f"{tokens / n_train:.1f} passes over the {n_train:,}-token train split; warmup {c.warmup_iters}, "
+               f"one peak lr {c.lr:g} (AdamW)")
+    out.append(f"validation: the whole val split, {n_val_pred:,} predicted tokens, every {c.eval_interval} steps")
+    if runs:
+        dtypes = sorted({r["config"].get("dtype", "?") for r in runs})
+        gap = [last_logged(r, "val_loss") - last_logged(r, "eval_train_loss") for r in runs if last_logged(r, "eval_train_loss")]
+        out.append(f"runs: dtype {', '.join(dtypes)} on a CPU, {runs[0]['threads']} thread each; at the last step val - "
+                   f"train loss = {np.median(gap):.2f} nats (median over runs): the model has begun to memorise its "
+                   f"{n_train:,} training tokens")
+    return out
+
+
+def last_logged(run, key):
+    """The last logged value of `key` in a run's history (None if never logged)."""
+    vals = [r[key] for r in run["history"] if r.get(key) is not None]
+    return vals[-1] if vals else None

@@ -296,3 +296,52 @@ def test_an_inconclusive_claim_says_when_a_95_percent_difference_fails_the_bonfe
              ci90=(0.01, 0.05), ci_bonferroni=(-0.01, 0.07), n=3)
     text = A.explain("3 all fixes end alike", dict(verdict="INCONCLUSIVE", stat="best", rows=[r]))
     assert "not after the Bonferroni correction" in text and "too wide" not in text
+
+
+# --- what lesson 04 reports beside the rules (added 2026-11-25; descriptive, no verdict changes) ----------------
+
+def test_each_fix_is_compared_with_plain_tying_paired_by_seed():
+    by = A.by_arm(A.synthetic_runs({"tied": 0.0, "logn": 0.0, "ortho": 0.1, "shuffle": 0.0}, seeds=5, rng=3))
+    rows = {r["a"]: r for r in A.fixes_vs_tied(by)}
+    assert set(rows) == {"logn", "ortho", "shuffle"} and all(r["b"] == "tied" for r in rows.values())
+    assert rows["ortho"]["word"] == "A higher" and rows["ortho"]["mean"] == pytest.approx(0.1, abs=0.02)
+
+
+def test_the_original_two_sided_claim_4_needs_every_fix_alike_tied():
+    """A fix that ends clearly WORSE than tied is 'no gain' under amendment b, but not 'alike' under the original rule."""
+    by = A.by_arm(A.synthetic_runs({"tied": 0.0, "logn": 0.1, "untied": 0.0, "ortho": 0.0, "shuffle": 0.0},
+                                   seeds=5, seed_sd=0.01, run_sd=0.002, rng=4))
+    assert A.claim_no_gain(by)["verdict"] == "SUPPORTED"
+    assert A.claim_no_gain_two_sided(by)["verdict"] == "CONTRADICTED"
+
+
+def test_a_verdict_decided_by_a_hair_is_flagged_fragile():
+    claims = {"2 other fixes converge alike": dict(verdict="CONTRADICTED", stat="early", rows=[
+                  dict(a="untied", b="ortho", alike=False, bonferroni="lower", ci_bonferroni=(-0.088, -0.0014))]),
+              "2 with bert and channel": dict(verdict="INCONCLUSIVE", stat="early", rows=[])}
+    why = A.fragility("2 other fixes converge alike", claims)
+    assert len(why) == 2 and "-0.0014" in why[0] and "bert and channel" in why[1]
+    claims["2 other fixes converge alike"]["rows"][0]["ci_bonferroni"] = (-0.088, -0.03)
+    claims["2 with bert and channel"]["verdict"] = "CONTRADICTED"
+    assert A.fragility("2 other fixes converge alike", claims) == []
+
+
+def test_seeds_needed_for_alike_grow_with_the_seed_spread():
+    assert A.seeds_for_alike(0.003) == 2 and A.seeds_for_alike(0.024) == 6  # t(0.95, 5) 0.024 / sqrt(6) = 0.0197
+    assert A.seeds_for_alike(0.03) > A.seeds_for_alike(0.024) and A.seeds_for_alike(1.0, most=50) is None
+
+
+def test_a_small_seed_spread_from_two_degrees_of_freedom_is_no_evidence_of_a_shared_error():
+    """The review's case: sd 0.0033 over 3 seeds against a measurement error of 0.0048: P ~ 0.38, not evidence."""
+    d = np.array([-1.0, 0.0, 1.0]) * 0.0033  # sd exactly 0.0033
+    assert A.shared_error_p(d, 0.0048) == pytest.approx(0.377, abs=0.005)
+    assert A.shared_error_p(np.linspace(-1, 1, 30) * 0.0005, 0.0048) < 1e-6  # 30 seeds that agree this well: shared
+
+
+def test_gap_phases_find_a_crossing_that_a_window_mean_hides():
+    steps = np.arange(0, 1201, 100)
+    mean = np.where(steps <= 300, -0.03, 0.03)
+    lo, hi = mean - 0.01, mean + 0.01
+    ph = A.gap_phases(steps, mean, lo, hi)
+    assert ph["ahead"] == [100, 200, 300] and ph["behind"] == list(range(400, 1201, 100))
+    assert ph["first"] == (100, pytest.approx(-0.03)) and ph["last"] == (1200, pytest.approx(0.03))
