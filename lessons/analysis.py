@@ -101,6 +101,14 @@ fix places where the code did less than the rules above say, found by an indepen
        on early, so this rule was written knowing it may apply.
     f. A run with a non-finite val loss (a diverged run) makes its comparisons "invalid (non-finite loss)" rather
        than a silent "inconclusive"; steps-to-target ignores non-finite evaluations.
+    g. (Listed 2026-11-25, after a review found it missing from this list; the change itself was made on 2026-11-23 in
+       the commit of a-d, after 6 runs.) Claim 1's SUPPORTED and the control's "lags" were WEAKENED from "higher
+       (beyond the margin)" to the word "A higher": the 95% interval above 0, the difference not shown to exceed the
+       margin. (The code already did this; the docstring was brought in line with it.) A weaker SUPPORTED is easier
+       to reach; in the event claim 1 was CONTRADICTED in both settings, so no verdict rests on it.
+    Which verdicts rest on an amendment: claim 4's SUPPORTED at sigma = 0.02 rests on (b). Under the original two-sided
+    rule (every fix "alike" tied) it is INCONCLUSIVE, because logn and untied end significantly worse than tied
+    (lesson 04 prints both; claim_no_gain_two_sided). (b) was made before any tied run existed.
 
 Added 2026-11-24 (descriptive; changes no verdict): the measurement noise of a val loss. Runs made with
 reproduce.py --ckpt_dir keep the loss of each of the W whole-split val windows under the final model. For two
@@ -782,9 +790,10 @@ def design_lines(config, n, n_train, n_val_pred, runs):
                f"one peak lr {c.lr:g} (AdamW)")
     out.append(f"validation: the whole val split, {n_val_pred:,} predicted tokens, every {c.eval_interval} steps")
     if runs:
-        dtypes = sorted({r["config"].get("dtype", "?") for r in runs})
+        dtypes = sorted({"float32 (dtype=auto)" if r["config"].get("dtype") == "auto" else
+                         r["config"].get("dtype", "?") for r in runs})
         gap = [last_logged(r, "val_loss") - last_logged(r, "eval_train_loss") for r in runs if last_logged(r, "eval_train_loss")]
-        out.append(f"runs: dtype {', '.join(dtypes)} on a CPU, {runs[0]['threads']} thread each; at the last step val - "
+        out.append(f"runs: {', '.join(dtypes)} on a CPU, {runs[0]['threads']} thread each; at the last step val - "
                    f"train loss = {np.median(gap):.2f} nats (median over runs): the model has begun to memorise its "
                    f"{n_train:,} training tokens")
     return out
@@ -794,3 +803,51 @@ def last_logged(run, key):
     """The last logged value of `key` in a run's history (None if never logged)."""
     vals = [r[key] for r in run["history"] if r.get(key) is not None]
     return vals[-1] if vals else None
+
+
+def verdict_rates(effects, seeds, draws, rng, **kw):
+    """The claims' verdicts over `draws` synthetic experiments (synthetic_runs with the planted `effects`): {claim:
+    [verdict, ...]}. rate(words, word) is the share of one verdict. Lessons 04 and 05 show the rules' error rates."""
+    out = {}
+    for _ in range(draws):
+        for claim, v in all_claims(by_arm(synthetic_runs(effects, seeds, rng=rng, **kw))).items():
+            out.setdefault(claim, []).append(v["verdict"])
+    return out
+
+
+def rate(words, word):
+    return float(np.mean([w == word for w in words]))
+
+
+def target_lines(by_arm_, n):
+    """target_rows() as printable lines: per target, each arm's mean step and how many seeds reach it, and the paired
+    difference logn - arm with its 95% interval. '*' marks a target crossed before the first evaluation after step 0."""
+    rows, out = target_rows(by_arm_, n), []
+    for q in TARGET_FRACTIONS:
+        rq = [r for r in rows if r["q"] == q]
+        out.append(f"  q = {q} (target {rq[0]['target']:.3f})" + (" *" if any(r["early_cross"] for r in rq) else ""))
+        for r in rq:
+            vs = ""
+            if "diff" in r and r["pairs"]:
+                ci = f"[{r['ci95'][0]:+5.0f}, {r['ci95'][1]:+5.0f}]" if r["ci95"] else "[  n/a ]"
+                vs = f"   logn - {r['arm']}: {r['diff']:+5.0f} steps {ci} ({r['pairs']} pairs)"
+            out.append(f"    {r['arm']:8} step {r['mean']:6.0f}  ({r['reached']}/{r['seeds']} seeds reach it){vs}")
+    return out
+
+
+def map_rows(old):
+    """The small-scale map ({'scale group': seed_gap_rows(...)}) of the older scales ({scale: settings}) and its table
+    as printable lines; a group with one seed is labelled exploratory instead of given a word."""
+    table, lines = {}, [f"{'scale / setting':22} {'seeds':>7}  {'early gap per seed':32} {'word (early)':28} "
+                        f"{'best gap per seed':32} {'word (best)'}"]
+    for scale, sets in old.items():
+        for g, by in sets.items():
+            row = seed_gap_rows(by)
+            if row is None:
+                continue
+            table[f"{scale} {g}"] = row
+            words = [row[k]["word"] if len(row["seeds"]) >= MIN_SEEDS else "exploratory (1 seed)" for k in ("early", "best")]
+            gaps = [" ".join(f"{x:+.3f}" for x in row["gap"][k]) for k in ("early", "best")]
+            lines.append(f"{scale + ' ' + g:22} {','.join(map(str, row['seeds'])):>7}  {gaps[0]:32} {words[0]:28} "
+                         f"{gaps[1]:32} {words[1]}")
+    return table, lines

@@ -345,3 +345,19 @@ def test_gap_phases_find_a_crossing_that_a_window_mean_hides():
     ph = A.gap_phases(steps, mean, lo, hi)
     assert ph["ahead"] == [100, 200, 300] and ph["behind"] == list(range(400, 1201, 100))
     assert ph["first"] == (100, pytest.approx(-0.03)) and ph["last"] == (1200, pytest.approx(0.03))
+
+
+def test_verdict_rates_count_each_claims_verdicts_over_synthetic_experiments():
+    v = A.verdict_rates({a: 0.0 for a in ARMS}, 3, draws=20, rng=np.random.default_rng(5))
+    assert all(len(words) == 20 for words in v.values()) and "1 logn slowest" in v
+    assert A.rate(["SUPPORTED", "PENDING", "SUPPORTED", "INCONCLUSIVE"], "SUPPORTED") == 0.5
+
+
+def test_target_and_map_tables_have_a_line_per_arm_and_per_group():
+    by = A.by_arm(A.synthetic_runs({a: 0.0 for a in ARMS}, 3, rng=6))
+    lines = A.target_lines(by, 11706)
+    assert sum(line.startswith("  q = ") for line in lines) == len(A.TARGET_FRACTIONS)
+    assert len(lines) == len(A.TARGET_FRACTIONS) * (1 + len(ARMS)) and "logn - ortho" in "\n".join(lines)
+    old = {"full": {"main": by, "d=512": A.by_arm(A.synthetic_runs({a: 0.0 for a in ARMS}, 1, rng=7))}}
+    table, lines = A.map_rows(old)
+    assert set(table) == {"full main", "full d=512"} and len(lines) == 3 and "exploratory (1 seed)" in lines[2]

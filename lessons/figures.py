@@ -1,0 +1,95 @@
+"""
+The figures of lessons 04 and 05: loss curves per arm, paired gaps between arms, sizes of weights over training.
+Plotting only: every number drawn comes from analysis.py (stack, gap_curve), which has the tests of the statistics.
+Each function draws on axes it is given and labels everything it draws (axes, units, what a band is).
+"""
+
+import numpy as np
+
+import analysis as A
+
+COLORS = {"tied": "black", "logn": "tab:red", "control": "tab:pink", "untied": "tab:blue", "ortho": "tab:green",
+          "shuffle": "tab:orange", "bert": "tab:purple", "channel": "tab:brown", "scale": "tab:gray"}
+STYLES = {"control": (0, (4, 2)), "bert": (0, (1, 1)), "channel": (0, (1, 1))}  # the arms beside the post's core fixes
+ORDER = ["tied", "logn", "control", "untied", "ortho", "shuffle", "bert", "channel", "scale"]
+
+
+def _arms(by):
+    return sorted(by, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER))
+
+
+def curves(ax_val, ax_train, by, title, train_until=300):
+    """One setting in two panels. ax_val: the whole-split val loss from the first evaluation after step 0 (step 0 is the
+    first loss, lessons 02-03), line = mean over seeds, band = min-max over seeds. ax_train: the training loss (logged
+    every 10 steps, the mean since the last log) over the first `train_until` steps on a log axis, mean over seeds: where
+    the tied head's high start and the first fast drop are, which the evaluations every 100 steps don't see."""
+    for a in _arms(by):
+        runs, col, ls = by[a], COLORS.get(a, "gray"), STYLES.get(a, "-")
+        s, _, v = A.stack(runs)
+        keep = s > 0
+        ax_val.plot(s[keep], v.mean(0)[keep], color=col, ls=ls, lw=1.6, label=f"{a} ({len(runs)} seeds)")
+        ax_val.fill_between(s[keep], v.min(0)[keep], v.max(0)[keep], color=col, alpha=0.10)
+        s, _, v = A.stack(runs, "train_loss")
+        keep = (s > 0) & (s <= train_until)
+        ax_train.plot(s[keep], v.mean(0)[keep], color=col, ls=ls, lw=1.4, label=a)
+    ax_val.set(title=f"{title}: val loss (line: mean, band: min-max over seeds)", xlabel="step",
+               ylabel="val loss, whole split (nats)")
+    ax_train.set(title=f"{title}: train loss, steps 10-{train_until}", xlabel="step (log scale)",
+                 ylabel="train loss (nats), mean over seeds", xscale="log")
+
+
+def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val loss difference (nats)"):
+    """The paired gap A - B of each pair (a seed's A minus the same seed's B, averaged over the seeds both have) at every
+    step both logged `key` from `start` on, with its pointwise 95% t interval as a band, the 0 line and the +-MARGIN
+    band of "alike". Above 0: A is behind (higher loss). Returns the number of pairs drawn."""
+    drawn = 0
+    for a, b in pairs:
+        if not (by.get(a) and by.get(b)):
+            continue
+        s, m, lo, hi, n = A.gap_curve(by[a], by[b], key)
+        keep = s >= start
+        col = (colors or {}).get((a, b), COLORS.get(b, "gray"))
+        ax.plot(s[keep], m[keep], color=col, marker="o", ms=2.5, label=f"{a} - {b} ({n} seeds)")
+        ax.fill_between(s[keep], lo[keep], hi[keep], color=col, alpha=0.15)
+        drawn += 1
+    ax.axhline(0, color="k", lw=0.8)
+    ax.axhspan(-A.MARGIN, A.MARGIN, color="grey", alpha=0.25, label=f"+-{A.MARGIN} margin of 'alike'")
+    ax.set(title=title, xlabel="step", ylabel=ylabel)
+    if drawn:
+        ax.legend(fontsize=8, title="band: pointwise 95% interval", title_fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no paired runs yet", transform=ax.transAxes, ha="center")
+    return drawn
+
+
+def sizes(ax, by, key, title, ylabel, transform=None, log=False):
+    """A logged size over training (emb_rms, resid_rms, lnf_gain, or a function of a run's rows via `transform`), mean
+    over seeds per arm."""
+    for a in _arms(by):
+        if transform is None:
+            s, _, v = A.stack(by[a], key)
+            y = v.mean(0)
+        else:
+            s, y = transform(by[a])
+        ax.plot(s, y, color=COLORS.get(a, "gray"), ls=STYLES.get(a, "-"), label=a)
+    ax.set(title=title, xlabel="step", ylabel=ylabel, yscale="log" if log else "linear")
+    ax.legend(fontsize=8)
+
+
+def legend_outside(ax, title=None):
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title=title, title_fontsize=8)
+
+
+def shared_ylim(axes, pad=0.01):
+    """One y range for panels that should be compared by eye (the widest of their data)."""
+    lo = min(ax.get_ylim()[0] for ax in axes)
+    hi = max(ax.get_ylim()[1] for ax in axes)
+    for ax in axes:
+        ax.set_ylim(lo - pad, hi + pad)
+    return lo, hi
+
+
+def zoom(ax, by, span=1.2):
+    """Limit ax's y range to the part of the val curves that differ (from the lowest loss to `span` nats above it)."""
+    low = min(float(np.min(A.stack(r)[2])) for r in by.values())
+    ax.set_ylim(low - 0.05, low + span)
