@@ -445,7 +445,7 @@ def load_scale(scale, path=None):
     import reproduce
     runs = reproduce.load_runs(path or reproduce.committed_path(scale))
     have = {r["id"] for r in runs}
-    missing = [reproduce.run_id(g, a, o["seed"]) for g, a, o in reproduce.plan(scale)
+    missing = [reproduce.run_id(g, a, o["seed"]) for g, a, o in reproduce.plan(scale, runs)
                if reproduce.run_id(g, a, o["seed"]) not in have]
     return runs, missing
 

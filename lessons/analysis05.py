@@ -91,6 +91,7 @@ come from the rules above whatever these say)
         no prediction of its speed against the fixes.
 """
 
+import functools
 import math
 import os
 import sys
@@ -182,6 +183,104 @@ def claims(by_arm):
     """Lesson 04's claims and control on one optimizer's setting, plus the secondary 'start' versions of claim 1 and
     the control (labelled so)."""
     out = analysis.all_claims(by_arm)
-    out["1 logn slowest (start, secondary)"] = analysis.claim_slowest(by_arm, stat="start")
-    out["control (start, secondary)"] = analysis.control_verdict(by_arm, stat="start")
+    dense = any(math.isfinite(start(r)) for runs in by_arm.values() for r in runs.values())
+    if dense:  # runs made without dense evaluation (lesson 04's) have no 'start'
+        out["1 logn slowest (start, secondary)"] = analysis.claim_slowest(by_arm, stat="start")
+        out["control (start, secondary)"] = analysis.control_verdict(by_arm, stat="start")
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reading the campaign (lesson 05). Reporting only: no rule of its own.
+
+def by_group(runs, prefix):
+    """{group: [runs]} of the groups that start with `prefix` ('check ', 'sweep ')."""
+    out = {}
+    for r in runs:
+        if r["group"].startswith(prefix):
+            out.setdefault(r["group"], []).append(r)
+    return out
+
+
+def check_lines(runs):
+    """Check B as printable lines: each (optimizer, arm)'s fp32 and bf16 whole-split val losses, their largest
+    difference against BF16_TOLERANCE, and the decision."""
+    check = bf16_check({(r["config"]["optimizer"], r["arm"], r["config"]["dtype"]): r
+                        for r in runs if r["group"].startswith("check ")})
+    out = []
+    for row in check["rows"]:
+        pair = {r["config"]["dtype"]: analysis.val_curve(r)[1] for r in runs if r["group"].startswith("check ")
+                and r["config"]["optimizer"] == row["optimizer"] and r["arm"] == row["arm"]}
+        out.append(f"  {row['optimizer']:5} {row['arm']:5} fp32 " + " ".join(f"{v:.3f}" for v in pair["float32"])
+                   + " | bf16 " + " ".join(f"{v:.3f}" for v in pair["bfloat16"])
+                   + f" | largest |diff| {row['max_abs_diff']:.4f}" + ("" if row["max_abs_diff"] < BF16_TOLERANCE else
+                                                                       f"  > {BF16_TOLERANCE}"))
+    verdict = ("PENDING (not all check runs are in)" if not check["done"] else
+               "PASSED: the campaign runs in bf16" if check["passed"] else
+               "FAILED: the campaign runs in fp32, with the plan's cuts (seeds 4-5 and sigma = d^-1/2)")
+    return out + [f"check B: {verdict}"]
+
+
+def schedule(config):
+    """The learning rate at every step of a run's schedule (train.lr_at)."""
+    from train import lr_at
+    return [lr_at(t, config) for t in range(config.max_iters)]
+
+
+def budget(config):
+    """sum lr_t over a run: a relative step can change a tensor's norm by at most exp(sum lr_t)."""
+    return float(sum(schedule(config)))
+
+
+def sweep_lines(runs):
+    """Sweep S as printable lines: per relative optimizer, each lr's best val loss of tied, the schedule's budget, how
+    far the residual branches and the embedding grew, and the lr the rule chose."""
+    from train import Config
+    out = []
+    for opt in RELATIVE:
+        rs = sorted((r for r in runs if r["group"].startswith(f"sweep {opt} ")), key=lambda r: r["config"]["lr"])
+        for r in rs:
+            c = Config(**{k: v for k, v in r["config"].items() if k in Config.__dataclass_fields__})
+            grow = {k: analysis.last_logged(r, k) / r["history"][0][k] for k in ("resid_rms", "emb_rms")}
+            out.append(f"  {opt:5} lr {c.lr:<7g} best val {r['best_val']:.3f}   sum lr_t {budget(c):5.2f} (norms can grow "
+                       f"<= {math.exp(budget(c)):8.3g}x)   grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
+        pick = pick_lr({r["config"]["lr"]: r["best_val"] for r in rs})
+        out.append(f"  {opt}: " + (f"lr {pick['lr']:g} chosen" if pick["lr"] else f"waiting for lr {pick['next']}"))
+    return out
+
+
+def logit_scale(runs_by_seed):
+    """The tied logit scale g d rms(E) over training (g: the final norm's mean gain), mean over seeds: the largest
+    logit the head can give a token whose row points like h. (steps, values)."""
+    steps, _, g = analysis.stack(runs_by_seed, "lnf_gain")
+    _, _, e = analysis.stack(runs_by_seed, "emb_rms")
+    d = next(iter(runs_by_seed.values()))["d"]
+    return steps, (g * e).mean(0) * d
+
+
+def verdict_grid(claims_by_setting, names):
+    """Lines of a table: one row per claim in `names`, one column per setting, each cell its verdict."""
+    cols = list(claims_by_setting)
+    out = [f"{'claim':34}" + "".join(f"{c[:22]:>24}" for c in cols)]
+    for name in names:
+        out.append(f"{name[:34]:34}" + "".join(f"{claims_by_setting[c].get(name, {}).get('verdict', '-'):>24}"
+                                            for c in cols))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def val_repeat_rate():
+    """The share of val-split positions whose target repeats their input token (tiedgpt.repeat_fraction): where the tied
+    self-logit helps at step 0. Read from the prepared data once."""
+    import reproduce
+    from tiedgpt import repeat_fraction
+    c = reproduce.config_for(reproduce.plan("optim")[0][2])
+    return repeat_fraction(np.asarray(reproduce.load_data(c, log=lambda *a: None)[3], dtype=np.int64))
+
+
+def two_gram_first_loss(run):
+    """The first loss the 2-gram model predicts (tiedgpt.predicted_initial_loss, with the val split's repeat rate) for a
+    run's model: rule R says a run's step-0 val loss lies within 1% of it."""
+    from tiedgpt import GPTConfig, predicted_initial_loss
+    cfg = GPTConfig(**{k: v for k, v in run["config"].items() if k in GPTConfig.__dataclass_fields__})
+    return predicted_initial_loss(cfg, val_repeat_rate())

@@ -18,24 +18,26 @@ def _arms(by):
     return sorted(by, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER))
 
 
-def curves(ax_val, ax_train, by, title, train_until=300):
+def curves(ax_val, ax_train, by, title, train_until=300, early_key="train_loss"):
     """One setting in two panels. ax_val: the whole-split val loss from the first evaluation after step 0 (step 0 is the
     first loss, lessons 02-03), line = mean over seeds, band = min-max over seeds. ax_train: the training loss (logged
     every 10 steps, the mean since the last log) over the first `train_until` steps on a log axis, mean over seeds: where
-    the tied head's high start and the first fast drop are, which the evaluations every 100 steps don't see."""
+    the tied head's high start and the first fast drop are, which the evaluations every 100 steps don't see.
+    early_key='val_subset_loss' draws the dense val-subset loss there instead (lesson 05's runs log it)."""
     for a in _arms(by):
         runs, col, ls = by[a], COLORS.get(a, "gray"), STYLES.get(a, "-")
         s, _, v = A.stack(runs)
         keep = s > 0
         ax_val.plot(s[keep], v.mean(0)[keep], color=col, ls=ls, lw=1.6, label=f"{a} ({len(runs)} seeds)")
         ax_val.fill_between(s[keep], v.min(0)[keep], v.max(0)[keep], color=col, alpha=0.10)
-        s, _, v = A.stack(runs, "train_loss")
+        s, _, v = A.stack(runs, early_key)
         keep = (s > 0) & (s <= train_until)
         ax_train.plot(s[keep], v.mean(0)[keep], color=col, ls=ls, lw=1.4, label=a)
+    what = "train loss" if early_key == "train_loss" else "val loss on the val subset"
     ax_val.set(title=f"{title}: val loss (line: mean, band: min-max over seeds)", xlabel="step",
                ylabel="val loss, whole split (nats)")
-    ax_train.set(title=f"{title}: train loss, steps 10-{train_until}", xlabel="step (log scale)",
-                 ylabel="train loss (nats), mean over seeds", xscale="log")
+    ax_train.set(title=f"{title}: {what}, steps 10-{train_until}", xlabel="step (log scale)",
+                 ylabel=f"{what} (nats), mean over seeds", xscale="log")
 
 
 def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val loss difference (nats)"):

@@ -128,3 +128,50 @@ def test_settings_give_each_optimizer_its_own_runs_and_d_half_borrows_logn_and_c
     assert sorted(s["tiger, sigma=d^-1/2"]) == ["control", "logn", "ortho"]
     assert s["tiger, sigma=d^-1/2"]["ortho"][1]["group"] == "tiger d^-1/2"
     assert sorted(s["lamb"]) == ["logn"]
+
+
+# --- reading the campaign in lesson 05 ----------------------------------------------------------------------------
+
+def test_check_lines_report_each_pair_and_the_decision():
+    lines = A5.check_lines(check_runs(0.02))
+    assert len(lines) == 7 and lines[-1].startswith("check B: FAILED") and all("> 0.01" in l for l in lines[:-1])
+    assert A5.check_lines(check_runs(0.0))[-1].startswith("check B: PASSED")
+    assert "PENDING" in A5.check_lines(check_runs(0.0)[:-1])[-1]
+
+
+def test_the_budget_of_a_schedule_is_the_sum_of_its_learning_rates():
+    c = R.Config(**{**R.OPTIM, "lr": 1e-2})
+    assert A5.budget(c) == pytest.approx(sum(A5.schedule(c))) and 6.0 < A5.budget(c) < 1200 * 1e-2
+    assert A5.schedule(c)[0] < A5.schedule(c)[200] and A5.schedule(c)[-1] < A5.schedule(c)[200]  # warmup, then cosine
+
+
+def test_sweep_lines_say_what_grew_and_which_lr_was_chosen():
+    runs = check_runs(0.0)
+    sweeps = [x for x in R.plan("optim", runs) if x[0].startswith("sweep ")]
+    for g, a, o in sweeps:
+        r = record(g, a, o, best=5.0 + 0.1 * (math.log10(o["lr"]) + 2) ** 2)  # lowest at lr 1e-2, the rest > 0.02 above
+        r["history"][0].update(resid_rms=1e-4, emb_rms=0.02)
+        r["history"][-1].update(resid_rms=1e-3, emb_rms=0.03)
+        runs.append(r)
+    lines = A5.sweep_lines(runs)
+    assert sum("best val" in l for l in lines) == 8 and "branches  10.00x" in lines[0]
+    assert "  tiger: lr 0.01 chosen" in lines and "  lamb: lr 0.01 chosen" in lines
+
+
+def test_logit_scale_is_gain_times_width_times_embedding_rms():
+    runs = {s: dict(d=768, history=[dict(step=0, lnf_gain=1.0, emb_rms=0.02), dict(step=10, lnf_gain=0.5, emb_rms=0.04)])
+            for s in (1, 2)}
+    steps, scale = A5.logit_scale(runs)
+    assert steps.tolist() == [0, 10] and scale.tolist() == pytest.approx([15.36, 15.36])
+
+
+def test_the_two_gram_prediction_of_a_run_is_its_heads_first_loss():
+    g, a, o = R.plan("optim")[1]  # logn, sigma = ln(n)/d: the first loss ~ ln(2n) less the repeats' bonus
+    r = record(g, a, o)
+    r["config"]["vocab_size"] = 11706
+    assert 9.5 < A5.two_gram_first_loss(r) < math.log(2 * 11706)
+
+
+def test_the_verdict_grid_has_a_row_per_claim_and_a_column_per_setting():
+    lines = A5.verdict_grid({"tiger": {"1 logn slowest": dict(verdict="SUPPORTED")}, "lamb": {}}, ["1 logn slowest"])
+    assert len(lines) == 2 and "SUPPORTED" in lines[1] and lines[1].rstrip().endswith("-")
