@@ -591,6 +591,7 @@ def catch_stop_signals():
 
 
 def restore_signals(handlers):
+    """Put back the signal handlers catch_stop_signals replaced."""
     for sig, h in handlers.items():
         signal.signal(sig, h)
 
@@ -612,6 +613,14 @@ def show_progress(bar, plain, log, run, row):
     bar.set_postfix(postfix, refresh=False)
     if plain:
         log(f"step {row['step']}/{run.c.max_iters}: loss {row['train_loss']:.4f}, {row['tokens_per_s']:,.0f} tokens/s")
+
+
+def _append(history, row, path):
+    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl."""
+    history.append(row)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 def train(c, progress=True, log=print):
@@ -734,13 +743,6 @@ def finish(run, history, seconds, log):
     if run.ids is not None:
         out = run.ids[out].tolist()
     log("sample:\n" + enc.decode([t for t in out if t < enc.n_vocab]))
-
-
-def _append(history, row, path):
-    history.append(row)
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps(row) + "\n")
 
 
 def __getattr__(name):
