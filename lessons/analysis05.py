@@ -193,15 +193,6 @@ def claims(by_arm):
 # ----------------------------------------------------------------------------------------------------
 # Reading the campaign (lesson 05). Reporting only: no rule of its own.
 
-def by_group(runs, prefix):
-    """{group: [runs]} of the groups that start with `prefix` ('check ', 'sweep ')."""
-    out = {}
-    for r in runs:
-        if r["group"].startswith(prefix):
-            out.setdefault(r["group"], []).append(r)
-    return out
-
-
 def check_lines(runs):
     """Check B as printable lines: each (optimizer, arm)'s fp32 and bf16 whole-split val losses, their largest
     difference against BF16_TOLERANCE, and the decision."""
