@@ -74,3 +74,96 @@ def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypa
     assert sorted(again) == [0, 15, 30]
     for step, loss in again.items():
         assert loss == pytest.approx(recorded[step], rel=1e-3), step
+
+
+# ----------------------------------------------------------------------------------------------------
+# Lesson 05 executes on whatever part of its campaign is committed, and the campaign lands run by run over days.
+# So it is also executed on synthetic later stages of the same plan: made-up runs (a committed run's record with
+# shifted losses and scaled sizes), never committed, read through a patched reproduce.committed_path.
+
+def _synthetic_run(template, group, arm, overrides, rng):
+    """A record shaped like reproduce.run_one's for one run of the optim plan, made from a committed run."""
+    import copy
+    import dataclasses
+    import math
+    import reproduce as R
+    o = dict(overrides)
+    if o.get("emb_std") == R.LOGN_SIGMA:
+        o["emb_std"] = math.log(template["n"]) / o["n_embd"]
+    sigma = o.get("emb_std") or o["n_embd"] ** -0.5
+    r = copy.deepcopy(template)
+    shift = {"tied": 0.0, "logn": 0.05, "control": 0.06, "ortho": 0.02, "shuffle": 0.0, "untied": 0.03}[arm]
+    if group.startswith("sweep"):  # a clear optimum at lr 1e-2, below the committed sweep runs' best
+        shift += 0.3 * math.log10(o["lr"] / 1e-2) ** 2 - 0.1 + 0.005 * rng.standard_normal()
+    else:
+        shift += 0.02 * rng.standard_normal()
+    for h in r["history"]:
+        for k in ("val_loss", "val_subset_loss", "train_loss", "eval_train_loss"):
+            if h.get(k) is not None:
+                h[k] += shift * (1 + 0.1 * rng.standard_normal())
+        if h.get("emb_rms") is not None:
+            h["emb_rms"] *= sigma / 0.02
+    vals = [h["val_loss"] for h in r["history"] if h.get("val_loss") is not None]
+    c = dataclasses.asdict(R.Config(**{**o, "vocab_size": template["n"]}))
+    r.update(id=R.run_id(group, arm, o["seed"]), group=group, arm=arm, head=o["head"], seed=o["seed"], config=c,
+             sigma=sigma, best_val=min(vals), last_val=vals[-1])
+    return r
+
+
+def _synthetic_campaign(folder, keep):
+    """Write the committed optim runs plus synthetic ones for every run of the (growing) plan that `keep(group, arm,
+    seed)` admits into `folder`; returns the runs."""
+    import json
+    import shutil
+    import numpy as np
+    import reproduce as R
+    committed = R.committed_path("optim")
+    for name in os.listdir(committed):
+        if name.endswith(".json"):
+            shutil.copy(os.path.join(committed, name), folder)
+    runs = R.load_runs(str(folder))
+    template = min((r for r in runs if r["group"].startswith("sweep ")), key=lambda r: r["best_val"])
+    rng = np.random.default_rng(0)
+    while True:
+        have = {r["id"] for r in runs}
+        new = [(g, a, o) for g, a, o in R.plan("optim", runs) if R.run_id(g, a, o["seed"]) not in have
+               and (g.startswith("sweep ") or keep(g, a, o["seed"]))]
+        if not new:
+            break
+        runs += [_synthetic_run(template, g, a, o, rng) for g, a, o in new]
+    for r in runs:
+        with open(os.path.join(folder, R._file_name(r["id"])), "w") as f:
+            json.dump(r, f)
+    return runs
+
+
+@pytest.mark.parametrize("stage", ["one seed of each arm", "every planned run"])
+def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypatch):
+    """The lesson must not break as its campaign lands (every stage is committed on the way, and CI executes it):
+    run it on the sweeps decided and one seed per arm (its verdicts must say PENDING), and on the whole plan."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "lessons"))
+    import reproduce as R
+    keep = (lambda g, a, s: s == 1) if stage == "one seed of each arm" else (lambda g, a, s: True)
+    runs = _synthetic_campaign(tmp_path, keep)
+    lr = R.optim_decisions(runs)["lr"]
+    assert len(runs) > 20 and None not in lr.values()
+    monkeypatch.setenv("TIEDGPT_LESSON_FAST", "1")
+    path = os.path.join(ROOT, "lessons", "05_the_optimizer_decides.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    patch = ("import reproduce as _R\n_committed = _R.committed_path\n"
+             f"_R.committed_path = lambda s: {str(tmp_path)!r} if s == 'optim' else _committed(s)")
+    setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(patch))
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": os.path.dirname(path)}})
+    client.execute()
+    assert not _errors(nb)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert f"tiger: lr {lr['tiger']:g} chosen" in text and f"lamb: lr {lr['lamb']:g} chosen" in text
+    grid = next(line for line in text.splitlines() if line.startswith("1 logn slowest ")).split()[3:]
+    verdicts = dict(zip(["adamw (lesson 04)", "tiger", "lamb"], grid))  # the grid's first three columns
+    relative = [verdicts["tiger"], verdicts["lamb"]]
+    assert relative == ["PENDING"] * 2 if stage == "one seed of each arm" else "PENDING" not in relative
+    assert any(c.cell_type == "code" and any("image/png" in o.get("data", {}) for o in c.outputs)
+               for c in nb.cells[setup + 5:]), "the campaign's figures are drawn"
