@@ -725,6 +725,26 @@ def claim_no_gain_two_sided(by_arm_, fixes=["logn"] + CORE_FIXES, base="tied", s
     return dict(verdict=verdict, stat=stat, rows=rows)
 
 
+def shared_error_line(setting, claim4, meas):
+    """What a measurement error shared by every seed would do to claim 4's SUPPORTED in `setting`: shift every seed's
+    F - tied by twice the largest measured error of a paired difference (`meas`: rows with a, b, seed, se, setting) and
+    name the fixes that would then no longer be shown within the margin. It says where that error was measured, and
+    when the setting has no F - tied pair with window losses (the error is then borrowed from other pairs). None when
+    claim 4 isn't SUPPORTED there or nothing was measured."""
+    if not meas or not claim4 or claim4["verdict"] != "SUPPORTED":
+        return None
+    src = max(meas, key=lambda r: r["se"])
+    floor = 2 * src["se"]
+    fails = [r["a"] for r in claim4["rows"] if r["ci90"][0] - floor <= -MARGIN]
+    own = any(r["setting"] == setting and "tied" in (r["a"], r["b"]) for r in meas)
+    where = f"{src['a']} - {src['b']} at {src['setting']}, seed {src['seed']}" + (
+        "" if own else f"; no F - tied pair at {setting} has window losses, so this error is borrowed from other pairs")
+    return (f"Claim 4 and the measurement: shifting every seed's F - tied by a shared measurement error of {floor:.3f} "
+            f"nats (twice the largest measured: {where}), " + (
+                f"{', '.join(fails)} would no longer be shown within the margin: 'no gain' holds for the measured val "
+                "split, not beyond its own error" if fails else "every fix still stays within the margin") + ".")
+
+
 def fragility(name, claims, edge=FRAGILE_EDGE):
     """Why a decided verdict of claim `name` (a key of all_claims) could flip with a little more data: its verdicts on
     best and last differ; a comparison it rests on has the interval end that decided it within `edge` nats of its

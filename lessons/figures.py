@@ -40,10 +40,11 @@ def curves(ax_val, ax_train, by, title, train_until=300, early_key="train_loss")
                  ylabel=f"{what} (nats), mean over seeds", xscale="log")
 
 
-def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val loss difference (nats)"):
+def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val loss difference (nats)", margin=True):
     """The paired gap A - B of each pair (a seed's A minus the same seed's B, averaged over the seeds both have) at every
-    step both logged `key` from `start` on, with its pointwise 95% t interval as a band, the 0 line and the +-MARGIN
-    band of "alike". Above 0: A is behind (higher loss). Returns the number of pairs drawn."""
+    step both logged `key` from `start` on, with its pointwise 95% t interval as a band, the 0 line and (margin=True)
+    the +-MARGIN band of "alike", which the rules apply to val losses only. Above 0: A is behind (higher loss). Returns
+    the number of pairs drawn."""
     drawn = 0
     for a, b in pairs:
         if not (by.get(a) and by.get(b)):
@@ -55,7 +56,8 @@ def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val
         ax.fill_between(s[keep], lo[keep], hi[keep], color=col, alpha=0.15)
         drawn += 1
     ax.axhline(0, color="k", lw=0.8)
-    ax.axhspan(-A.MARGIN, A.MARGIN, color="grey", alpha=0.25, label=f"+-{A.MARGIN} margin of 'alike'")
+    if margin:
+        ax.axhspan(-A.MARGIN, A.MARGIN, color="grey", alpha=0.25, label=f"+-{A.MARGIN} margin of 'alike'")
     ax.set(title=title, xlabel="step", ylabel=ylabel)
     if drawn:
         ax.legend(fontsize=8, title="band: pointwise 95% interval", title_fontsize=8)

@@ -373,3 +373,16 @@ def test_target_and_map_tables_have_a_line_per_arm_and_per_group():
     old = {"full": {"main": by, "d=512": A.by_arm(A.synthetic_runs({a: 0.0 for a in ARMS}, 1, rng=7))}}
     table, lines = A.map_rows(old)
     assert set(table) == {"full main", "full d=512"} and len(lines) == 3 and "exploratory (1 seed)" in lines[2]
+
+
+def test_shared_error_line_names_the_fixes_a_shared_error_would_unsettle_and_where_it_was_measured():
+    c4 = dict(verdict="SUPPORTED", rows=[dict(a="logn", ci90=(-0.015, 0.03)), dict(a="ortho", ci90=(0.01, 0.05))])
+    meas = [dict(a="ortho", b="tied", seed=1, se=0.004, setting="sigma=d^-1/2"),
+            dict(a="shuffle", b="untied", seed=3, se=0.002, setting="sigma=0.02")]
+    line = A.shared_error_line("sigma=0.02", c4, meas)
+    assert "0.008 nats" in line and "ortho - tied at sigma=d^-1/2, seed 1" in line
+    assert "logn would no longer be shown" in line and "ortho," not in line  # -0.015 - 0.008 < -0.02; 0.01 - 0.008 not
+    assert "borrowed" in line  # sigma=0.02 has no F - tied pair with window losses
+    assert "borrowed" not in A.shared_error_line("sigma=d^-1/2", c4, meas)
+    assert A.shared_error_line("sigma=0.02", dict(c4, verdict="INCONCLUSIVE"), meas) is None
+    assert A.shared_error_line("sigma=0.02", c4, []) is None
