@@ -164,6 +164,9 @@ def start(run):
 analysis.STATS.setdefault("start", start)
 analysis.STAT_WORDS.setdefault("start", "mean val-subset loss over steps 10-200")
 
+# The settings the claims judge ('The statistics' above); AdamW's re-runs at rule R's init (logn, control, ortho only)
+# are set beside lesson 04's runs instead.
+JUDGED = ("tiger", "lamb", "tiger, sigma=d^-1/2", "lamb, sigma=d^-1/2")
 SETTINGS = {"tiger": ("tiger",), "lamb": ("lamb",), "tiger, sigma=d^-1/2": ("tiger", "tiger d^-1/2"),
             "lamb, sigma=d^-1/2": ("lamb", "lamb d^-1/2"), "adamw (residual_std=1e-4)": ("adamw",)}
 

@@ -90,7 +90,7 @@ def _synthetic_run(template, group, arm, overrides, rng):
     o = dict(overrides)
     if o.get("emb_std") == R.LOGN_SIGMA:
         o["emb_std"] = math.log(template["n"]) / o["n_embd"]
-    sigma = o.get("emb_std") or o["n_embd"] ** -0.5
+    sigma = R.Config(**{**o, "vocab_size": template["n"]}).model_config().sigma  # logn's head sets its own
     r = copy.deepcopy(template)
     shift = {"tied": 0.0, "logn": 0.05, "control": 0.06, "ortho": 0.02, "shuffle": 0.0, "untied": 0.03}[arm]
     if group.startswith("sweep"):  # a clear optimum at lr 1e-2, below the committed sweep runs' best
