@@ -101,7 +101,10 @@ class Lamb(torch.optim.Optimizer):
     So every tensor moves by exactly lr * |W| (Frobenius norms) per step, whatever the gradient's scale. Where
     |W| = 0 or |r| = 0 the ratio is 1 (the usual convention): a zero tensor takes Adam's plain step and so,
     unlike under Tiger, it can leave zero. Weight decay sits inside r, as in the paper (not decoupled); the
-    parameter groups set it per tensor (train.py: matrices 0.01, vectors 0).
+    parameter groups set it per tensor (train.py: matrices 0.01, vectors 0). The trust ratio applies to every
+    tensor, the norms' gains included, as Algorithm 2 is printed; BERT's TensorFlow LAMB instead exempts LayerNorm
+    and bias variables from it (exclude_from_layer_adaptation), so there they take Adam's absolute step. For the
+    tied head the final norm's gain is the other factor of the logit scale (lesson 05), so the choice matters.
     """
 
     def __init__(self, params, lr=1e-3, betas=LAMB_BETAS, eps=LAMB_EPS, weight_decay=0.01):

@@ -100,7 +100,8 @@ def optim_decisions(runs):
     lr, sweep_next). dtype is None until check B is done; lr[opt] None until sweep S has chosen."""
     import analysis05 as A5
     check = A5.bf16_check({(r["config"]["optimizer"], r["arm"], r["config"]["dtype"]): r
-                           for r in runs if r["group"].startswith("check ")})
+                           for r in runs if r["group"].startswith("check ")},
+                          planned=[(opt, arm) for opt in OPTIM_CHECK_LR for arm in ("tied", "logn")])
     dtype = ("bfloat16" if check["passed"] else "float32") if check["done"] else None
     lr, sweep_next = {}, {}
     for opt in A5.RELATIVE:

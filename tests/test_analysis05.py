@@ -175,3 +175,63 @@ def test_the_two_gram_prediction_of_a_run_is_its_heads_first_loss():
 def test_the_verdict_grid_has_a_row_per_claim_and_a_column_per_setting():
     lines = A5.verdict_grid({"tiger": {"1 logn slowest": dict(verdict="SUPPORTED")}, "lamb": {}}, ["1 logn slowest"])
     assert len(lines) == 2 and "SUPPORTED" in lines[1] and lines[1].rstrip().endswith("-")
+
+
+def test_bf16_check_waits_for_every_planned_pair():
+    """A check whose AdamW runs are in but whose Tiger and LAMB runs are not has decided nothing (a partial PASS must
+    not let the sweeps start in bf16)."""
+    runs = [r for r in check_runs(0.004) if r["config"]["optimizer"] == "adamw"]
+    assert A5.bf16_check({(r["config"]["optimizer"], r["arm"], r["config"]["dtype"]): r for r in runs})["done"]
+    assert not R.optim_decisions(runs)["check"]["done"] and R.optim_decisions(runs)["dtype"] is None
+
+
+def test_the_logit_scale_budget_counts_the_norm_gain_too():
+    """logn's logit scale must grow 0.02 d / ln n = 1.64x to match sigma = 0.02's. E alone needs sum lr_t = ln 1.64 =
+    0.49; LAMB moves the gain relatively too (half that), Tiger the gain absolutely by lr/2 a step (in between)."""
+    ratio = 0.02 * 768 / math.log(11706)
+    lamb, tiger = A5.logit_scale_budget("lamb", ratio), A5.logit_scale_budget("tiger", ratio)
+    assert lamb == pytest.approx(math.log(ratio) / 2) and lamb == pytest.approx(0.247, abs=1e-3)
+    assert math.exp(tiger) * (1 + tiger / 2) == pytest.approx(ratio) and tiger == pytest.approx(0.34, abs=0.01)
+    assert lamb < tiger < math.log(ratio) and A5.logit_scale_budget("tiger", 0.9) == 0.0
+    with pytest.raises(ValueError):
+        A5.logit_scale_budget("adamw", ratio)
+
+
+def test_steps_to_budget_follows_the_schedule_warmup_included():
+    """At peak lr 3e-3 a budget of 0.49 takes 0.49 / 3e-3 = 165 steps at the peak, but the 100-step warmup spends only
+    half its steps' worth, so the schedule gets there later; a budget beyond the run's total is never reached."""
+    c = R.Config(**{**R.OPTIM, "lr": 3e-3})
+    at = A5.steps_to_budget(c, 0.4946)
+    assert 165 < at < 230 and sum(A5.schedule(c)[:at]) >= 0.4946 > sum(A5.schedule(c)[:at - 1])
+    assert A5.steps_to_budget(c, A5.budget(c) + 1) is None
+
+
+def test_differs_flags_a_claim_whose_primary_and_secondary_verdicts_disagree():
+    v = {"1 logn slowest": dict(verdict="INCONCLUSIVE"), "1 logn slowest (start, secondary)": dict(verdict="SUPPORTED"),
+         "control: why logn is slow": dict(verdict="small sigma"), "control (start, secondary)": dict(verdict="small sigma")}
+    lines = A5.differs(v)
+    assert len(lines) == 1 and "INCONCLUSIVE on early" in lines[0] and "SUPPORTED on start" in lines[0]
+    assert A5.differs({**v, "1 logn slowest": dict(verdict="PENDING")}) == []
+
+
+def test_branch_growth_is_the_median_ratio_of_last_to_first_resid_rms():
+    runs = {s: dict(history=[dict(step=0, resid_rms=1e-4), dict(step=10, resid_rms=g * 1e-4)])
+            for s, g in ((1, 1.1), (2, 1.5), (3, 9.0))}
+    assert A5.branch_growth(runs) == pytest.approx(1.5)
+
+
+def test_mechanism_lines_read_when_logn_catches_up_against_the_budget():
+    """Synthetic logn and ortho runs under Tiger at lr 3e-3: logn's rms(E) crosses 0.02 at step 300, its logit scale
+    passes ortho's at step 200 (its gain grew), and each is printed beside the schedule's earliest possible step."""
+    cfg = dataclasses.asdict(R.Config(**{**R.OPTIM, "optimizer": "tiger", "lr": 3e-3}))
+
+    def run(emb, gain):
+        return dict(config=cfg, d=768, history=[dict(step=t, emb_rms=e, lnf_gain=g, resid_rms=1e-4 * (1 + t / 1000))
+                                         for t, e, g in zip((0, 100, 200, 300), emb, gain)])
+    by = {"logn": {s: run((0.0122, 0.015, 0.018, 0.021), (1.0, 1.2, 1.4, 1.5)) for s in (1, 2)},
+          "ortho": {s: run((0.02, 0.02, 0.02, 0.02), (1.0, 1.0, 1.0, 1.0)) for s in (1, 2)}}
+    lines = A5.mechanism_lines("tiger", by, 0.02 * 768 / math.log(11706))
+    assert "reaches 0.02 at step 300" in lines[0] and "can't before step 2" in lines[0]
+    assert "reaches ortho's at step 200" in lines[1] and "ends at 1.50" in lines[1]
+    assert "grew 1.3x" in lines[2]
+    assert A5.mechanism_lines("x", {"ortho": by["ortho"]}, 1.64) == []
