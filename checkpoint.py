@@ -23,6 +23,15 @@ class TrainingError(RuntimeError):
     """A problem the user can act on (diverged, bad checkpoint, busy out_dir): the CLI prints it as one line."""
 
 
+class Diverged(TrainingError):
+    """The loss went non-finite at `step`. train() sets `history`: the metrics rows logged before it, so that a
+    caller that records runs (lessons/reproduce.py) can keep a diverged run as a result instead of losing it."""
+
+    def __init__(self, message, step):
+        super().__init__(message)
+        self.step, self.history = step, []
+
+
 CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_rng", "tokens", "loss_sum", "n_summed")
 
 

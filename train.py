@@ -41,7 +41,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from checkpoint import MODEL_FIELDS, TrainingError, claim_out_dir, load_checkpoint, save_checkpoint
+from checkpoint import MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, save_checkpoint
 from data.prepare import ensure_prepared, get_encoding, load_split
 from optim import OPTIMIZERS, make_optimizer
 from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
@@ -548,16 +548,16 @@ def evaluate(run, step, full=True, dense=False):
         out["val_loss" if split == "val" else "eval_train_loss"] = torch.stack(losses).mean().item()
     model.train()
     if not all(map(math.isfinite, out.values())):
-        raise TrainingError(f"non-finite loss at evaluation of step {step}; stopping "
-                            f"(last good checkpoint kept: {run.ckpt_path})")
+        raise Diverged(f"non-finite loss at evaluation of step {step}; stopping "
+                       f"(last good checkpoint kept: {run.ckpt_path})", step)
     return out
 
 
 def check_finite(first_bad, ckpt_path):
     """Stop, naming the step, if a training loss since the last check was not finite (first_bad >= 0)."""
     if (bad := first_bad.item()) >= 0:
-        raise TrainingError(f"non-finite loss at step {bad}; stopping"
-                            + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""))
+        raise Diverged(f"non-finite loss at step {bad}; stopping"
+                       + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""), bad)
 
 
 def checkpoint(run, step, tokens, loss_sum, n_summed):
@@ -627,8 +627,8 @@ def train(c, progress=True, log=print):
     """Train per Config c and return the history: a list of dicts, one per logged step, with step,
     tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms),
     lnf_gain (the final norm's mean gain), time, at evaluations val_loss and eval_train_loss (means over fixed
-    batches), and with dense_val_until val_subset_loss. Raises TrainingError on
-    divergence, a bad checkpoint or a busy out_dir, ValueError on impossible settings.
+    batches), and with dense_val_until val_subset_loss. Raises Diverged (a TrainingError, with the history so far)
+    on divergence, TrainingError on a bad checkpoint or a busy out_dir, ValueError on impossible settings.
     The out_dir is locked for the run's life (see claim_out_dir)."""
     master = int(os.environ.get("RANK", 0)) == 0
     lock = claim_out_dir(c) if master and c.out_dir else None
@@ -712,6 +712,9 @@ def _train(c, progress, log):
                     _append(history, row, run.metrics_path)
             step += 1
             bar.update(1)
+    except Diverged as e:  # hand the rows logged so far to the caller (the metrics.jsonl has them too)
+        e.history = history
+        raise
     finally:
         bar.close()
         restore_signals(handlers)

@@ -55,7 +55,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from tiedgpt import GPT  # noqa: E402
-from train import Config, TrainingError, load_data, train, window_losses  # noqa: E402
+from train import Config, Diverged, TrainingError, load_data, train, window_losses  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
@@ -274,12 +274,31 @@ def final_window_losses(folder, config, val_data, lut):
     return window_losses(model.eval(), val_data, config.block_size, "cpu", lut)
 
 
+def diverged_history(history, step, config):
+    """A diverged run's history as the run would have logged it had it gone on: its rows before `step`, then a
+    non-finite loss at every evaluation from `step` to the end (weights that hold a NaN or inf keep producing one).
+    Its statistics are then what they mean: `best` and `last` non-finite, `early` finite only if the first half
+    was clean; the analysis names such a comparison "invalid (non-finite loss)" (analysis.py, amendment f)."""
+    rows = [dict(r) for r in history if r["step"] < step]
+    for s in range(step, config.max_iters + 1):
+        row = dict(step=s)
+        if s % config.eval_interval == 0 or s == config.max_iters:
+            row["val_loss"] = math.nan
+        if 0 < config.dense_val_until and s <= config.dense_val_until and s % config.log_interval == 0:
+            row["val_subset_loss"] = math.nan
+        if len(row) > 1:
+            rows.append(row)
+    return rows
+
+
 def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     """Train one run of the plan and return its record (the config the model was built from, its history).
     With ckpt_dir, the run checkpoints into ckpt_dir/<run>/ and, if a checkpoint is already there (a worker
     stopped mid-run), continues from it; the record says from which step (resumed_from_step) and wall_s is
     then the time of this last part only. It also keeps, from the final checkpoint, the loss of every val window
-    under the final model (val_windows_last), whose spread measures the noise of a whole-split val loss."""
+    under the final model (val_windows_last), whose spread measures the noise of a whole-split val loss. A run
+    whose loss goes non-finite is recorded, not raised: diverged_at_step says where, its history is
+    diverged_history's, best_val non-finite (sweep S's pick_lr then never chooses its lr)."""
     config = config_for(overrides)
     rid = run_id(group, arm, config.seed)
     start = 0
@@ -291,7 +310,11 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
         if start:
             log(f"{rid}: continuing from the checkpoint at step {start} in {folder}")
     t0 = time.time()
-    history = train(config, progress=False, log=lambda *a: None)
+    try:
+        history, diverged = train(config, progress=False, log=lambda *a: None), None
+    except Diverged as e:  # a result, not a crash: kept as a record (analysis amendment f), so the plan goes on
+        history, diverged = diverged_history(e.history, e.step, config), e.step
+        log(f"{rid}: the loss went non-finite at step {diverged}; recorded as diverged")
     wall = time.time() - t0
     # the record's config is the run's, whatever folder it was checkpointed in
     config = dataclasses.replace(config, out_dir="", resume=False, overwrite=False)
@@ -299,13 +322,14 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     model_config, _, _, val_data, _, lut = load_data(config, log=lambda *a: None)
     vals = [r["val_loss"] for r in history if r.get("val_loss") is not None]
     extra = {}
-    if ckpt_dir:  # the final checkpoint holds the trained model: keep the loss of each val window it scores
+    if ckpt_dir and diverged is None:  # the final checkpoint holds the trained model: keep each val window's loss
         extra["val_windows_last"] = [round(float(x), 6) for x in final_window_losses(folder, model_config, val_data, lut)]
     return dict(id=rid, group=group, arm=arm, head=config.head, seed=config.seed, resumed_from_step=start,
             wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
             git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
             config=dataclasses.asdict(model_config), n=model_config.vocab_size, d=config.n_embd,
-            sigma=model_config.sigma, best_val=min(vals), last_val=vals[-1],
+            sigma=model_config.sigma, best_val=min(vals) if diverged is None else math.nan, last_val=vals[-1],
+            diverged_at_step=diverged,
             history=[{k: r[k] for k in KEEP + ("eval_train_loss",) if k in r} for r in history], **extra)
 
 
@@ -406,7 +430,7 @@ def _cli(argv):
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
-    except (TrainingError, ValueError) as e:  # a run diverged, or a checkpoint or a setting was refused
+    except (TrainingError, ValueError) as e:  # a checkpoint or a setting was refused (a divergence is recorded)
         print(f"reproduce.py: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C or a kill: finished runs are on disk, the one in progress is not

@@ -226,3 +226,28 @@ def test_an_unreadable_checkpoint_costs_a_restart_not_a_traceback(tmp_path, caps
     (tmp_path / "ckpt.pt").write_bytes(b"not a checkpoint")
     assert R._ckpt_step(str(tmp_path)) == 0
     assert "starts over" in capsys.readouterr().err
+
+
+def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, tmp_path, monkeypatch):
+    """A run whose loss goes non-finite (here: lr 1e30, no clipping) must not stop the campaign or be retried
+    forever: it lands as a record whose best and last are NaN, with NaN at every evaluation from the divergence
+    on, so its comparisons read "invalid (non-finite loss)" and a sweep never picks its lr; the next run follows."""
+    import analysis as A
+    import analysis05 as A5
+    tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
+                sample_tokens=0, log_interval=2, max_iters=20, eval_interval=10, out_dir="", seed=1, warmup_iters=0,
+                vocab="corpus", grad_clip=0.0, dense_val_until=10)
+    plan = [("g", "tied", dict(tiny, head="tied", lr=1e30)), ("g", "ortho", dict(tiny, head="ortho", lr=1e-3))]
+    monkeypatch.setattr(R, "plan", lambda scale, runs=(): plan)
+    assert R.main("live", out=str(tmp_path / "runs"), log=lambda *a: None, ckpt_dir=str(tmp_path / "ckpt")) == 2
+    runs = {r["arm"]: r for r in R.load_runs(str(tmp_path / "runs"))}
+    bad, good = runs["tied"], runs["ortho"]
+    step = bad["diverged_at_step"]
+    assert isinstance(step, int) and 0 <= step < 20 and good["diverged_at_step"] is None
+    assert math.isnan(bad["best_val"]) and math.isnan(bad["last_val"]) and math.isfinite(good["best_val"])
+    evals = [h["step"] for h in bad["history"] if h.get("val_loss") is not None]
+    assert evals == [0, 10, 20]                                                   # every evaluation is still there
+    assert all(math.isnan(h["val_loss"]) for h in bad["history"] if h.get("val_loss") is not None and h["step"] >= step)
+    assert A.compare([A.best(bad) - A.best(good)] * 3)["word"] == "invalid (non-finite loss)"
+    assert A5.pick_lr({1e-3: 5.0, 3e-3: bad["best_val"], 1e-2: 5.1, 3e-2: 5.2})["lr"] != 3e-3
+    assert not (tmp_path / "ckpt" / R._file_name(bad["id"])[:-len(".json")]).exists()  # its checkpoint went too
