@@ -99,6 +99,12 @@ had landed, on an independent review's reading (the predictions are not rules: n
       lr_t / 2 a step (g <= 1 + sum lr_t / 2), LAMB by a relative (1 + lr_t) like E; so the logit scale can grow by
       1.64x within sum lr_t = 0.34 (Tiger) or 0.25 (LAMB), not 0.49 (logit_scale_budget). Measured in tiger logn seed 1:
       rms(E) 0.0122 -> 0.0188, g 1.00 -> 1.74.
+
+Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no verdict depends on it)
+    'In practice' (lesson 05 section 9, issue 20's "which init and head to choose under which optimizer"): per
+    optimizer and statistic, the arms ranked by their mean over the seeds all of them share, each with its paired
+    difference from the first and that comparison's word on its own (95% t interval, no Bonferroni: a guide to
+    which arms the first is not shown to beat, never a verdict) - ranking().
 """
 
 import functools
@@ -347,6 +353,37 @@ def logit_scale(runs_by_seed):
     _, _, e = analysis.stack(runs_by_seed, "emb_rms")
     d = next(iter(runs_by_seed.values()))["d"]
     return steps, (g * e).mean(0) * d
+
+
+def ranking(by_arm, stat, arms=None):
+    """The arms ranked by their mean `stat` over the seeds every one of them has (descriptive: see the docstring's
+    'In practice'). Rows dict(arm, mean, n, vs_first) where vs_first is analysis.compare of arm - first (None for the
+    first), one comparison on its own. [] below MIN_SEEDS shared seeds."""
+    arms = [a for a in (arms or by_arm) if by_arm.get(a)]
+    seeds = sorted(set.intersection(*(set(by_arm[a]) for a in arms))) if arms else []
+    if len(seeds) < analysis.MIN_SEEDS:
+        return []
+    f = analysis.STATS[stat]
+    means = {a: float(np.mean([f(by_arm[a][s]) for s in seeds])) for a in arms}
+    order = sorted(arms, key=lambda a: (not math.isfinite(means[a]), means[a]))
+    pick = lambda a: {s: by_arm[a][s] for s in seeds}
+    return [dict(arm=a, mean=means[a], n=len(seeds),
+                 vs_first=None if i == 0 else analysis.compare(analysis.paired(pick(a), pick(order[0]), stat)))
+            for i, a in enumerate(order)]
+
+
+def ranking_lines(name, by_arm, stat, arms=None):
+    """ranking() as printable lines, one per arm."""
+    rows = ranking(by_arm, stat, arms)
+    if not rows:
+        return [f"{name}: fewer than {analysis.MIN_SEEDS} seeds shared by every arm: no ranking yet"]
+    out = [f"{name}, {analysis.STAT_WORDS.get(stat, stat)} ({rows[0]['n']} seeds), best first:"]
+    for i, r in enumerate(rows):
+        v = r["vs_first"]
+        out.append(f"  {i + 1}. {r['arm']:8} {r['mean']:.4f}" + ("" if v is None else
+                   f"   vs {rows[0]['arm']}: {v['mean']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] {v['word']}"
+                   if v["ci95"] else f"   vs {rows[0]['arm']}: {v['word']}"))
+    return out
 
 
 def verdict_grid(claims_by_setting, names):

@@ -235,3 +235,22 @@ def test_mechanism_lines_read_when_logn_catches_up_against_the_budget():
     assert "reaches ortho's at step 200" in lines[1] and "ends at 1.50" in lines[1]
     assert "grew 1.3x" in lines[2]
     assert A5.mechanism_lines("x", {"ortho": by["ortho"]}, 1.64) == []
+
+
+def test_in_practice_ranking_orders_arms_and_says_which_the_first_is_not_shown_to_beat():
+    """Section 9's ranking (descriptive): arms by mean over their shared seeds; the runner-up that trails by a
+    seed-noise-sized amount is 'inconclusive' against the first, the arm that trails by 0.3 nats every seed is
+    'A higher'; below 3 shared seeds there is no ranking at all."""
+    rng = np.random.default_rng(0)
+    mk = lambda level, s: dict(history=[dict(step=0, val_loss=9.0)] +
+                               [dict(step=t, val_loss=level + 0.01 * rng.standard_normal()) for t in (100, 200, 300, 400)])
+    by = {"ortho": {s: mk(5.0, s) for s in (1, 2, 3)}, "shuffle": {s: mk(5.003, s) for s in (1, 2, 3)},
+          "logn": {s: mk(5.3, s) for s in (1, 2, 3)}}
+    rows = A5.ranking(by, "early")
+    assert [r["arm"] for r in rows][-1] == "logn" and rows[0]["vs_first"] is None
+    assert rows[2]["vs_first"]["word"] == "A higher" and rows[2]["vs_first"]["mean"] == pytest.approx(0.3, abs=0.05)
+    assert not rows[1]["vs_first"]["word"].startswith("A higher")
+    lines = A5.ranking_lines("tiger", by, "early")
+    assert "3 seeds" in lines[0] and lines[-1].lstrip().startswith("3. logn")
+    assert A5.ranking({a: {1: r[1], 2: r[2]} for a, r in by.items()}, "early") == []
+    assert "no ranking yet" in A5.ranking_lines("lamb", {a: {1: r[1]} for a, r in by.items()}, "best")[0]
