@@ -105,6 +105,8 @@ Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no
     optimizer and statistic, the arms ranked by their mean over the seeds all of them share, each with its paired
     difference from the first and that comparison's word on its own (95% t interval, no Bonferroni: a guide to
     which arms the first is not shown to beat, never a verdict) - ranking().
+    Precision (lesson 05 section 2): one measurement's error of a paired difference (from the per-window val losses)
+    against the seeds' scatter of claim 1's and the control's differences - precision_lines().
 """
 
 import functools
@@ -383,6 +385,35 @@ def ranking_lines(name, by_arm, stat, arms=None):
         out.append(f"  {i + 1}. {r['arm']:8} {r['mean']:.4f}" + ("" if v is None else
                    f"   vs {rows[0]['arm']}: {v['mean']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] {v['word']}"
                    if v["ci95"] else f"   vs {rows[0]['arm']}: {v['word']}"))
+    return out
+
+
+def precision_lines(name, by_arm, windows, subset):
+    """How much of a paired difference is measurement and how much is seed (the project's standard: measurement noise
+    small next to seed noise). Measurement: the median standard error of a paired difference A - B at the last step
+    from the val windows' losses (analysis.measurement_rows; `windows` W of them), and that error scaled to the dense
+    `subset` of K evenly spaced windows (x sqrt(W / K), windows taken as independent). Seed: the sd over seeds of the
+    paired differences of claim 1's comparisons and the control's, on 'early' (whole split) and 'start' (subset),
+    pooled (analysis.resolution). Descriptive; one evaluation's error bounds that of a mean over evaluations of the
+    same windows from above only roughly (their errors are correlated)."""
+    meas = [r["se"] for r in analysis.measurement_rows(by_arm)]
+    pairs = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
+    if not meas:
+        return [f"{name}: no runs with per-window val losses yet"]
+    se = float(np.median(meas))
+    se_sub = se * math.sqrt(windows / subset)
+    out = [f"{name}: a measured paired difference errs by {se:.4f} nats on the whole split ({windows} windows; median "
+           f"over {len(meas)} pairs x seeds), ~{se_sub:.4f} on the {subset}-window subset"]
+    for stat, err in (("early", se), ("start", se_sub)):
+        sd, _, k = analysis.resolution(by_arm, pairs, stat)
+        if k and not math.isfinite(sd):
+            out.append(f"  {stat:5}: not measured in these runs")
+        elif k:
+            word = "small next to" if err <= sd / 2 else "NOT small next to"
+            out.append(f"  {stat:5}: seeds scatter the paired differences by sd {sd:.4f} (pooled over {k} comparisons): "
+                       f"measurement / seed = {err / sd:.2f}, {word} the seed noise")
+        else:
+            out.append(f"  {stat:5}: fewer than 2 paired seeds: no seed spread yet")
     return out
 
 

@@ -5,6 +5,7 @@ Every "run" here is a dict shaped like reproduce.py's records; nothing is traine
 import dataclasses
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -254,3 +255,25 @@ def test_in_practice_ranking_orders_arms_and_says_which_the_first_is_not_shown_t
     assert "3 seeds" in lines[0] and lines[-1].lstrip().startswith("3. logn")
     assert A5.ranking({a: {1: r[1], 2: r[2]} for a, r in by.items()}, "early") == []
     assert "no ranking yet" in A5.ranking_lines("lamb", {a: {1: r[1]} for a, r in by.items()}, "best")[0]
+
+
+def test_precision_compares_one_measurements_error_with_the_seeds_scatter():
+    """Measurement noise must be small next to seed noise: from per-window val losses a paired difference's standard
+    error is sd(window differences) / sqrt(W), scaled by sqrt(W / K) on a K-window subset; runs whose window
+    differences scatter widely (0.5 nats a window, 400 windows: error 0.025) against seeds that agree to 0.001
+    are flagged NOT small; seeds that scatter by 0.1 make the same error small."""
+    rng = np.random.default_rng(1)
+
+    def run(level, windows):
+        h = [dict(step=0, val_loss=9.0)] + [dict(step=t, val_loss=level) for t in (100, 200, 300, 400)]
+        return dict(history=h, val_windows_last=list(windows))
+
+    base = rng.normal(5.0, 1.0, 400)
+    by = lambda spread: {"logn": {s: run(5.0 + spread * s, base + rng.normal(0, 0.5, 400)) for s in (1, 2, 3)},
+                         "ortho": {s: run(5.0, base) for s in (1, 2, 3)}}
+    tight = A5.precision_lines("t", by(0.001), windows=400, subset=100)
+    whole, sub = (float(w) for w in re.findall(r"(\d\.\d{4})", tight[0])[:2])
+    assert whole == pytest.approx(0.5 / 20, rel=0.15) and sub == pytest.approx(2 * whole, abs=1e-4)  # x sqrt(400/100)
+    assert "NOT small" in tight[1] and "start: not measured" in tight[2]
+    assert "small next to" in A5.precision_lines("w", by(0.1), windows=400, subset=100)[1].replace("NOT small", "")
+    assert "NOT" not in A5.precision_lines("w", by(0.1), windows=400, subset=100)[1]
