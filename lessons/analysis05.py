@@ -107,6 +107,8 @@ Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no
     which arms the first is not shown to beat, never a verdict) - ranking().
     Precision (lesson 05 section 2): one measurement's error of a paired difference (from the per-window val losses)
     against the seeds' scatter of claim 1's and the control's differences - precision_lines().
+    P2 against the runs (lesson 05 section 6): the logit scale over the first half beside the early val loss for
+    logn, the control and ortho, and whether logn and the control follow P2's order - scale_against_loss().
 """
 
 import functools
@@ -314,9 +316,32 @@ def mechanism_lines(name, by_arm, ratio):
         out.append(f"{name}: logn's logit scale g d rms(E) " + (f"reaches ortho's at step {at}" if at is not None else
                    "stays below ortho's") + (bound(logit_scale_budget(c['optimizer'], ratio)) + " against the fixed 15.4"
                                              if relative else "") + f"; logn's gain g ends at {g:.2f}")
+    out += scale_against_loss(name, by_arm)
     if all(r["history"][0].get("resid_rms") for r in logn.values()):
         out.append(f"{name}: logn's residual branches grew {branch_growth(logn):.3g}x (median over seeds)")
     return out
+
+
+def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
+    """P2 put logn's lag down to its logit scale: the larger g d rms(E), the lower the loss. Hold that order against the
+    runs over the first half ('early''s window): each arm's mean logit scale there beside its mean early val loss, and
+    whether logn and the control (same small sigma, with and without the self-logit) follow P2's order. []
+    if an arm is missing or its runs did not log the gain. Reporting only (added 2026-11-25 after Tiger's seeds 1-2)."""
+    if not all(by_arm.get(a) for a in arms) or \
+            any(r["history"][0].get("lnf_gain") is None for a in arms for r in by_arm[a].values()):
+        return []
+    scale, loss = {}, {}
+    for a in arms:
+        s, v = logit_scale(by_arm[a])
+        scale[a] = float(v[(s > 0) & (s <= s[-1] / 2)].mean())
+        loss[a] = float(np.mean([analysis.early(r) for r in by_arm[a].values()]))
+    (hi_s, lo_s), (x, y) = sorted(("logn", "control"), key=lambda a: -scale[a]), ("logn", "control")
+    follows = loss[hi_s] < loss[lo_s]
+    return [f"{name}: over the first half, mean logit scale " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
+            + "; mean early val loss " + ", ".join(f"{a} {loss[a]:.3f}" for a in arms),
+            f"{name}: {hi_s} has the larger logit scale and the {'lower' if follows else 'HIGHER'} loss of {x} and {y}: "
+            + ("P2's order (the larger scale, the lower loss) holds" if follows else
+               "P2's order is reversed, so the logit scale is not what holds logn back")]
 
 
 def differs(claims_):

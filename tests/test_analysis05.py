@@ -277,3 +277,20 @@ def test_precision_compares_one_measurements_error_with_the_seeds_scatter():
     assert "NOT small" in tight[1] and "start: not measured" in tight[2]
     assert "small next to" in A5.precision_lines("w", by(0.1), windows=400, subset=100)[1].replace("NOT small", "")
     assert "NOT" not in A5.precision_lines("w", by(0.1), windows=400, subset=100)[1]
+
+
+def test_scale_against_loss_says_when_the_smaller_logit_scale_is_not_the_slower_arm():
+    """P2 says a larger logit scale g d rms(E) goes with a lower loss. When the control keeps the smaller scale yet the
+    lower loss (what Tiger's first seeds showed), the line says P2's order is reversed; in the opposite case, that it
+    holds."""
+    def run(emb, gain, val):
+        return dict(d=768, history=[dict(step=t, emb_rms=emb, lnf_gain=gain, val_loss=val if t else 9.0)
+                                    for t in (0, 100, 200, 300, 400)])
+    by = lambda lv, cv: {"logn": {s: run(0.015, 1.5, lv) for s in (1, 2)},
+                         "control": {s: run(0.013, 1.2, cv) for s in (1, 2)},
+                         "ortho": {s: run(0.02, 1.0, 5.0) for s in (1, 2)}}
+    reversed_ = A5.scale_against_loss("tiger", by(5.5, 5.2))
+    assert "logn 17.3" in reversed_[0] and "control 12.0" in reversed_[0] and "control 5.200" in reversed_[0]
+    assert "reversed" in reversed_[1] and "HIGHER" in reversed_[1]
+    assert "holds" in A5.scale_against_loss("tiger", by(5.2, 5.5))[1]
+    assert A5.scale_against_loss("tiger", {"logn": by(5, 5)["logn"]}) == []
