@@ -276,16 +276,21 @@ def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
     return xy[:, :-1], xy[:, 1:]
 
 
+def subset_windows(n_win, subset):
+    """The indices of the `subset` windows (of n_win) that a dense evaluation scores: evenly spaced, the same K at
+    every call (all of them if subset is None or >= n_win)."""
+    if subset and subset < n_win:
+        return np.unique(np.linspace(0, n_win - 1, subset).round().astype(np.int64))
+    return np.arange(n_win)
+
+
 def split_windows(data, block_size, device, lut=None, windows_per_batch=64, subset=None):
     """Every non-overlapping block_size window of `data` (plus its next-token targets), as (windows, T + 1)
     batches of token ids on `device`: what full_split_loss and window_losses score. The < block_size tokens
     past the last whole window are left out. `lut` renumbers ids (vocab='corpus'). subset=K keeps K of the
     windows, evenly spaced over the split (all of them if K >= their number): the same K at every call."""
-    n_win = (len(data) - 1) // block_size
-    starts = np.arange(n_win) * block_size
-    if subset and subset < n_win:
-        starts = starts[np.unique(np.linspace(0, n_win - 1, subset).round().astype(np.int64))]
-        n_win = len(starts)
+    starts = subset_windows((len(data) - 1) // block_size, subset) * block_size
+    n_win = len(starts)
     for i in range(0, n_win, windows_per_batch):
         xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
         if lut is not None:

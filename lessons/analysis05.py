@@ -105,10 +105,12 @@ Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no
     optimizer and statistic, the arms ranked by their mean over the seeds all of them share, each with its paired
     difference from the first and that comparison's word on its own (95% t interval, no Bonferroni: a guide to
     which arms the first is not shown to beat, never a verdict) - ranking().
-    Precision (lesson 05 section 2): one measurement's error of a paired difference (from the per-window val losses)
-    against the seeds' scatter of claim 1's and the control's differences - precision_lines().
-    P2 against the runs (lesson 05 section 6): the logit scale over the first half beside the early val loss for
-    logn, the control and ortho, and whether logn and the control follow P2's order - scale_against_loss().
+    Precision (lesson 05 section 2): one measurement's error of a paired difference of claim 1's and the control's
+    pairs (per-window val losses, the larger of per-window and blocks-of-8 errors, as lesson 04) against the seeds'
+    scatter of the same differences; "small" if at most half the sd - precision_lines().
+    The logit scale beside the loss (lesson 05 section 6): on steps 10-200 and on the first half, the mean logit scale
+    and the mean loss of logn, the control and ortho - scale_against_loss(). An association between two outcomes,
+    not a test of P2 (P2's test is the pre-registered control - ortho comparison).
 """
 
 import functools
@@ -148,7 +150,8 @@ def bf16_check(runs, planned=None):
         (s32, v32), (s16, v16) = (analysis.val_curve(r) for r in pair)
         both = sorted(set(s32.tolist()) & set(s16.tolist()))
         diff = [abs(v16[s16.tolist().index(s)] - v32[s32.tolist().index(s)]) for s in both]
-        rows.append(dict(optimizer=o, arm=a, steps=both, max_abs_diff=float(max(diff)) if diff else math.nan))
+        # np.max, not max: a diverged twin's NaN must fail the check (max() skips a NaN that doesn't come first)
+        rows.append(dict(optimizer=o, arm=a, steps=both, max_abs_diff=float(np.max(diff)) if diff else math.nan))
     done = len(rows) == len(keys) and len(rows) > 0
     passed = done and all(r["max_abs_diff"] < BF16_TOLERANCE for r in rows)
     return dict(done=done, passed=passed, rows=rows)
@@ -293,6 +296,9 @@ def mechanism_lines(name, by_arm, ratio):
     logn = by_arm.get("logn")
     if not logn:
         return []
+    bad = sorted(s for s, r in logn.items() if r.get("diverged_at_step") is not None)
+    if bad:  # its sizes stop where it diverged: a mean over seeds would mix lengths
+        return [f"{name}: logn diverged (seed {', '.join(map(str, bad))}): no reading of its sizes"]
     c = next(iter(logn.values()))["config"]
     cfg = Config(**{k: v for k, v in c.items() if k in Config.__dataclass_fields__})
     relative = c.get("optimizer", "adamw") in RELATIVE
@@ -323,25 +329,40 @@ def mechanism_lines(name, by_arm, ratio):
 
 
 def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
-    """P2 put logn's lag down to its logit scale: the larger g d rms(E), the lower the loss. Hold that order against the
-    runs over the first half ('early''s window): each arm's mean logit scale there beside its mean early val loss, and
-    whether logn and the control (same small sigma, with and without the self-logit) follow P2's order. []
-    if an arm is missing or its runs did not log the gain. Reporting only (added 2026-11-25 after Tiger's seeds 1-2)."""
+    """P2 put logn's and the control's lag behind ortho down to their small logit scale g d rms(E). Descriptive, added
+    2026-11-25 after Tiger's seeds 1-2 (P2's own test is the pre-registered control - ortho comparison): on two windows,
+    START_STEPS with 'start' and the first half (early's steps, 0 < t <= max_iters / 2) with 'early', each arm's mean
+    logit scale beside its mean loss (means over seeds), and which of logn and the control has the larger scale and
+    which the lower loss. Scale and loss are both outcomes of training: an association, not a cause. Lines saying
+    'invalid' if a run diverged; [] if an arm is missing or its runs did not log the gain."""
     if not all(by_arm.get(a) for a in arms) or \
             any(r["history"][0].get("lnf_gain") is None for a in arms for r in by_arm[a].values()):
         return []
-    scale, loss = {}, {}
-    for a in arms:
-        s, v = logit_scale(by_arm[a])
-        scale[a] = float(v[(s > 0) & (s <= s[-1] / 2)].mean())
-        loss[a] = float(np.mean([analysis.early(r) for r in by_arm[a].values()]))
-    (hi_s, lo_s), (x, y) = sorted(("logn", "control"), key=lambda a: -scale[a]), ("logn", "control")
-    follows = loss[hi_s] < loss[lo_s]
-    return [f"{name}: over the first half, mean logit scale " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
-            + "; mean early val loss " + ", ".join(f"{a} {loss[a]:.3f}" for a in arms),
-            f"{name}: {hi_s} has the larger logit scale and the {'lower' if follows else 'HIGHER'} loss of {x} and {y}: "
-            + ("P2's order (the larger scale, the lower loss) holds" if follows else
-               "P2's order is reversed, so the logit scale is not what holds logn back")]
+    runs = [r for a in arms for r in by_arm[a].values()]
+    if any(r.get("diverged_at_step") is not None for r in runs):
+        return [f"{name}: logit scale against loss: invalid (a run diverged)"]
+    last = max(h["step"] for r in runs for h in r["history"])
+    half = runs[0].get("config", {}).get("max_iters", last) / 2
+    out = []
+    for (lo, hi), stat, key in ((START_STEPS, "start", "val_subset_loss"), ((1, half), "early", "val_loss")):
+        scale, loss = {}, {}
+        for a in arms:  # the scale at the very steps the statistic averages
+            s, v = logit_scale(by_arm[a])
+            at = analysis.stack(by_arm[a], key)[0]
+            at = at[(at >= lo) & (at <= hi)]
+            scale[a] = float(v[np.isin(s, at)].mean()) if len(at) else math.nan
+            loss[a] = float(np.mean([analysis.STATS[stat](r) for r in by_arm[a].values()]))
+        what = "val-subset loss" if stat == "start" else "val loss"
+        window = f"steps {lo}-{hi:g}" if stat == "start" else f"first half (evaluations to step {hi:g})"
+        if not all(map(math.isfinite, list(scale.values()) + list(loss.values()))):
+            out.append(f"{name}, {window}: invalid (a non-finite value)")
+            continue
+        big = max(("logn", "control"), key=scale.get)
+        out.append(f"{name}, {window}: mean logit scale " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
+                   + f"; mean {what} " + ", ".join(f"{a} {loss[a]:.3f}" for a in arms)
+                   + f" -> of logn and the control, {big} has the larger scale and the "
+                   + ("lower" if loss[big] < loss[({"logn", "control"} - {big}).pop()] else "higher") + " loss")
+    return out
 
 
 def differs(claims_):
@@ -365,9 +386,13 @@ def sweep_lines(runs):
         rs = sorted((r for r in runs if r["group"].startswith(f"sweep {opt} ")), key=lambda r: r["config"]["lr"])
         for r in rs:
             c = Config(**{k: v for k, v in r["config"].items() if k in Config.__dataclass_fields__})
+            head = (f"  {opt:5} lr {c.lr:<7g} best val {r['best_val']:.3f}   sum lr_t {budget(c):5.2f} (norms can grow "
+                    f"<= {math.exp(budget(c)):8.3g}x)")
+            if r.get("diverged_at_step") is not None:  # its sizes stop where it diverged: say so, don't read them
+                out.append(head + f"   DIVERGED at step {r['diverged_at_step']}")
+                continue
             grow = {k: analysis.last_logged(r, k) / r["history"][0][k] for k in ("resid_rms", "emb_rms")}
-            out.append(f"  {opt:5} lr {c.lr:<7g} best val {r['best_val']:.3f}   sum lr_t {budget(c):5.2f} (norms can grow "
-                       f"<= {math.exp(budget(c)):8.3g}x)   grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
+            out.append(head + f"   grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
         pick = pick_lr({r["config"]["lr"]: r["best_val"] for r in rs})
         out.append(f"  {opt}: " + (f"lr {pick['lr']:g} chosen" if pick["lr"] else f"waiting for lr {pick['next']}"))
     return out
@@ -404,41 +429,67 @@ def ranking_lines(name, by_arm, stat, arms=None):
     rows = ranking(by_arm, stat, arms)
     if not rows:
         return [f"{name}: fewer than {analysis.MIN_SEEDS} seeds shared by every arm: no ranking yet"]
-    out = [f"{name}, {analysis.STAT_WORDS.get(stat, stat)} ({rows[0]['n']} seeds), best first:"]
+    out = [f"{name}, {analysis.STAT_WORDS.get(stat, stat)} ({rows[0]['n']} seeds), in the order of the means; each "
+           f"arm against the lowest, one unadjusted 95% comparison each (not verdicts):"]
     for i, r in enumerate(rows):
         v = r["vs_first"]
+        word = None if v is None else v["word"] if v["word"] in ("inconclusive", "pending") or \
+            v["word"].startswith("invalid") else v["word"].replace("A higher", "higher") + " (unadjusted)"
         out.append(f"  {i + 1}. {r['arm']:8} {r['mean']:.4f}" + ("" if v is None else
-                   f"   vs {rows[0]['arm']}: {v['mean']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] {v['word']}"
-                   if v["ci95"] else f"   vs {rows[0]['arm']}: {v['word']}"))
+                   f"   vs {rows[0]['arm']}: {v['mean']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] {word}"
+                   if v["ci95"] else f"   vs {rows[0]['arm']}: {word}"))
     return out
 
 
-def precision_lines(name, by_arm, windows, subset):
+def precision_lines(name, by_arm, windows, subset, block=8):
     """How much of a paired difference is measurement and how much is seed (the project's standard: measurement noise
-    small next to seed noise). Measurement: the median standard error of a paired difference A - B at the last step
-    from the val windows' losses (analysis.measurement_rows; `windows` W of them), and that error scaled to the dense
-    `subset` of K evenly spaced windows (x sqrt(W / K), windows taken as independent). Seed: the sd over seeds of the
-    paired differences of claim 1's comparisons and the control's, on 'early' (whole split) and 'start' (subset),
-    pooled (analysis.resolution). Descriptive; one evaluation's error bounds that of a mean over evaluations of the
-    same windows from above only roughly (their errors are correlated)."""
-    meas = [r["se"] for r in analysis.measurement_rows(by_arm)]
+    small next to seed noise), for claim 1's pairs and the control's. Measurement: for each such pair and seed whose
+    runs kept per-window val losses (val_windows_last, the final model's), the standard error of the difference, the
+    larger of the per-window one and the one over blocks of `block` adjacent windows (neighbours are correlated; lesson
+    04 takes the same max); on the whole split (`windows` W) and on the dense subset's own windows
+    (train.subset_windows, `subset` K); the median over pairs and seeds. Seed: the sd over seeds of the same pairs'
+    differences on 'early' (whole split) and 'start' (subset), pooled, with its degrees of freedom. "small" when the
+    error is at most half that sd: a threshold chosen with this check, after Tiger's seeds 1-2. Descriptive. The
+    errors are the final model's; in the first half, where the gaps are large, they may be larger."""
+    from train import subset_windows
     pairs = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
-    if not meas:
-        return [f"{name}: no runs with per-window val losses yet"]
-    se = float(np.median(meas))
-    se_sub = se * math.sqrt(windows / subset)
-    out = [f"{name}: a measured paired difference errs by {se:.4f} nats on the whole split ({windows} windows; median "
-           f"over {len(meas)} pairs x seeds), ~{se_sub:.4f} on the {subset}-window subset"]
-    for stat, err in (("early", se), ("start", se_sub)):
-        sd, _, k = analysis.resolution(by_arm, pairs, stat)
-        if k and not math.isfinite(sd):
+    idx = subset_windows(windows, subset)
+
+    def se(ra, rb, keep=None):
+        pick = lambda r: {"val_windows_last": [r["val_windows_last"][i] for i in keep] if keep is not None
+                          else r["val_windows_last"]}
+        return max(analysis.measurement_noise(pick(ra), pick(rb), k) for k in (1, block))
+
+    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
+            for a, b in pairs if by_arm.get(a) and by_arm.get(b) for s in sorted(set(by_arm[a]) & set(by_arm[b]))
+            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
+    if not rows:
+        return [f"{name}: none of claim 1's or the control's pairs has per-window val losses: no measurement error here"]
+    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    out = [f"{name}: one measured paired difference (claim 1's and the control's pairs, at the last step) errs by "
+           f"{whole:.4f} nats on the whole split ({windows} windows) and {sub:.4f} on the {subset}-window subset (the "
+           f"larger of the per-window and blocks-of-{block} errors; median over {len(rows)} pairs x seeds)"]
+    for stat, err in (("early", whole), ("start", sub)):
+        if not any(h.get("val_subset_loss") is not None for rs in by_arm.values() for r in rs.values()
+                   for h in r["history"]) and stat == "start":
             out.append(f"  {stat:5}: not measured in these runs")
-        elif k:
-            word = "small next to" if err <= sd / 2 else "NOT small next to"
-            out.append(f"  {stat:5}: seeds scatter the paired differences by sd {sd:.4f} (pooled over {k} comparisons): "
-                       f"measurement / seed = {err / sd:.2f}, {word} the seed noise")
-        else:
-            out.append(f"  {stat:5}: fewer than 2 paired seeds: no seed spread yet")
+            continue
+        ss, df, bad = 0.0, 0, 0
+        for a, b in pairs:
+            if by_arm.get(a) and by_arm.get(b):
+                d = np.asarray(analysis.paired(by_arm[a], by_arm[b], stat), float)
+                if not np.isfinite(d).all():
+                    bad += 1
+                elif len(d) >= 2:
+                    ss, df = ss + float(((d - d.mean()) ** 2).sum()), df + len(d) - 1
+        note = f"; {bad} comparison(s) left out: a run diverged" if bad else ""
+        if not df:
+            out.append(f"  {stat:5}: fewer than 2 paired seeds: no seed spread yet{note}")
+            continue
+        sd = math.sqrt(ss / df)
+        out.append(f"  {stat:5}: the seeds scatter those differences by sd {sd:.4f} (pooled, {df} degrees of freedom): "
+                   f"error / sd = {err / sd:.2f}, {'small' if err <= sd / 2 else 'not small'} next to the seed noise "
+                   f"(small: at most half){note}")
     return out
 
 

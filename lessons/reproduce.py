@@ -278,13 +278,17 @@ def diverged_history(history, step, config):
     """A diverged run's history as the run would have logged it had it gone on: its rows before `step`, then a
     non-finite loss at every evaluation from `step` to the end (weights that hold a NaN or inf keep producing one).
     Its statistics are then what they mean: `best` and `last` non-finite, `early` finite only if the first half
-    was clean; the analysis names such a comparison "invalid (non-finite loss)" (analysis.py, amendment f)."""
+    was clean; the analysis names such a comparison "invalid (non-finite loss)" (analysis.py, amendment f). If the
+    training loss went non-finite at an evaluation step, that step's (finite) evaluation is recorded as NaN too: one
+    point, and best is NaN by design anyway. The JSON then holds the bare token NaN, which Python's json reads back
+    (a strict JSON reader would not)."""
     rows = [dict(r) for r in history if r["step"] < step]
     for s in range(step, config.max_iters + 1):
         row = dict(step=s)
-        if s % config.eval_interval == 0 or s == config.max_iters:
+        full = s % config.eval_interval == 0 or s == config.max_iters  # the same rule as train's loop
+        if full:
             row["val_loss"] = math.nan
-        if 0 < config.dense_val_until and s <= config.dense_val_until and s % config.log_interval == 0:
+        if config.dense_val_until > 0 and (full or (s <= config.dense_val_until and s % config.log_interval == 0)):
             row["val_subset_loss"] = math.nan
         if len(row) > 1:
             rows.append(row)

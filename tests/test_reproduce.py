@@ -248,6 +248,8 @@ def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, 
     evals = [h["step"] for h in bad["history"] if h.get("val_loss") is not None]
     assert evals == [0, 10, 20]                                                   # every evaluation is still there
     assert all(math.isnan(h["val_loss"]) for h in bad["history"] if h.get("val_loss") is not None and h["step"] >= step)
+    logged = lambda r, key: [h["step"] for h in r["history"] if h.get(key) is not None]
+    assert logged(bad, "val_subset_loss") == logged(good, "val_subset_loss")  # the dense curves keep their length
     assert A.compare([A.best(bad) - A.best(good)] * 3)["word"] == "invalid (non-finite loss)"
     assert A5.pick_lr({1e-3: 5.0, 3e-3: bad["best_val"], 1e-2: 5.1, 3e-2: 5.2})["lr"] != 3e-3
     assert not (tmp_path / "ckpt" / R._file_name(bad["id"])[:-len(".json")]).exists()  # its checkpoint went too
