@@ -111,17 +111,14 @@ def _synthetic_run(template, group, arm, overrides, rng):
 
 
 def _synthetic_campaign(folder, keep):
-    """Write the committed optim runs plus synthetic ones for every run of the (growing) plan that `keep(group, arm,
-    seed)` admits into `folder`; returns the runs."""
+    """Write the committed optim runs that `keep(group, arm, seed)` admits (all of check B's and sweep S's: the plan's
+    decisions), plus synthetic ones for every run of the (growing) plan that it admits, into `folder`; returns the
+    runs. So a stage stays the same stage however far the real campaign has got."""
     import json
-    import shutil
     import numpy as np
     import reproduce as R
-    committed = R.committed_path("optim")
-    for name in os.listdir(committed):
-        if name.endswith(".json"):
-            shutil.copy(os.path.join(committed, name), folder)
-    runs = R.load_runs(str(folder))
+    runs = [r for r in R.load_runs(R.committed_path("optim"))
+            if r["group"].startswith(("check ", "sweep ")) or keep(r["group"], r["arm"], r["seed"])]
     template = min((r for r in runs if r["group"].startswith("sweep ")), key=lambda r: r["best_val"])
     rng = np.random.default_rng(0)
     while True:
