@@ -558,6 +558,13 @@ def evaluate(run, step, full=True, dense=False):
     return out
 
 
+def evaluations_at(step, c):
+    """(full, dense): whether `step` gets the full evaluation (and a checkpoint), and whether it gets the dense
+    val-subset one (every log_interval steps up to dense_val_until, and at every full evaluation)."""
+    full = step % c.eval_interval == 0 or step == c.max_iters
+    return full, c.dense_val_until > 0 and (full or (step <= c.dense_val_until and step % c.log_interval == 0))
+
+
 def check_finite(first_bad, ckpt_path):
     """Stop, naming the step, if a training loss since the last check was not finite (first_bad >= 0)."""
     if (bad := first_bad.item()) >= 0:
@@ -662,8 +669,7 @@ def _train(c, progress, log):
     try:
         while True:
             row = {}
-            full = step % c.eval_interval == 0 or step == c.max_iters  # evaluate and checkpoint
-            dense = c.dense_val_until > 0 and (full or (step <= c.dense_val_until and step % c.log_interval == 0))
+            full, dense = evaluations_at(step, c)
             if full or dense:
                 check_finite(first_bad, run.ckpt_path)  # a step since the last log went non-finite: name it
                 if run.master:

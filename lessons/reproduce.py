@@ -55,7 +55,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from tiedgpt import GPT  # noqa: E402
-from train import Config, Diverged, TrainingError, load_data, train, window_losses  # noqa: E402
+from train import Config, Diverged, TrainingError, evaluations_at, load_data, train, window_losses  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
@@ -285,10 +285,10 @@ def diverged_history(history, step, config):
     rows = [dict(r) for r in history if r["step"] < step]
     for s in range(step, config.max_iters + 1):
         row = dict(step=s)
-        full = s % config.eval_interval == 0 or s == config.max_iters  # the same rule as train's loop
+        full, dense = evaluations_at(s, config)  # the same rule as train's loop
         if full:
             row["val_loss"] = math.nan
-        if config.dense_val_until > 0 and (full or (s <= config.dense_val_until and s % config.log_interval == 0)):
+        if dense:
             row["val_subset_loss"] = math.nan
         if len(row) > 1:
             rows.append(row)
