@@ -111,6 +111,10 @@ Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no
     The logit scale beside the loss (lesson 05 section 6): on steps 10-200 and on the first half, the mean logit scale
     and the mean loss of logn, the control and ortho - scale_against_loss(). An association between two outcomes,
     not a test of P2 (P2's test is the pre-registered control - ortho comparison).
+
+Added 2026-11-25 after LAMB's seed 1 had landed (a check of the data's origin, not a rule)
+    Provenance (lesson 05 section 2): the commit each run was made at, against PREREGISTERED_AT, the commit that
+    wrote this docstring - provenance_lines().
 """
 
 import functools
@@ -132,6 +136,10 @@ LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)  # sweep S
 SWEEP_SEED = 100
 RELATIVE = ("tiger", "lamb")
 START_STEPS = (10, 200)  # 'start': mean val-subset loss over these steps (inclusive)
+# The commit that wrote this docstring and the plan, recorded here on 2026-11-25 after Tiger's runs were in (a commit
+# can't name itself). Every campaign run records the commit it ran at (reproduce.py's git_commit); the campaign runs
+# from a worktree pinned here, so that fixes on main can't change runs in flight. provenance_lines checks it.
+PREREGISTERED_AT = "3ece28e2cdf37b871843e037f9e31a01cdb0900b"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -237,6 +245,14 @@ def check_lines(runs):
                "PASSED: the campaign runs in bf16" if check["passed"] else
                "FAILED: the campaign runs in fp32, with the plan's cuts (seeds 4-5 and sigma = d^-1/2)")
     return out + [f"check B: {verdict}"]
+
+
+def provenance_lines(runs, commit=PREREGISTERED_AT):
+    """Which commit made the runs: a pre-registration binds only the runs made at the commit that wrote it. Runs made
+    elsewhere are named (none is dropped: the reader decides), so a campaign that changed under its own feet shows."""
+    other = sorted(r["id"] for r in runs if r.get("git_commit") != commit)
+    line = f"made at the pre-registration's commit {commit[:7]}: {len(runs) - len(other)} of {len(runs)} runs"
+    return [line] + ([f"  made elsewhere: {', '.join(other)}"] if other else [])
 
 
 def schedule(config):

@@ -329,3 +329,40 @@ def test_a_diverged_run_fails_check_b_and_is_named_not_read_in_the_sweep_and_mec
     assert "DIVERGED at step 150" in A5.sweep_lines([r])[0]
     logn = {1: dict(r, history=[dict(step=0, val_loss=9.0)])}
     assert "logn diverged (seed 1)" in A5.mechanism_lines("tiger", {"logn": logn}, 1.64)[0]
+
+
+def test_provenance_names_every_run_made_away_from_the_preregistered_commit():
+    at, elsewhere = "a" * 40, "b" * 40
+    runs = [dict(id="tiger|logn|seed=1", git_commit=at), dict(id="tiger|tied|seed=1", git_commit=elsewhere),
+            dict(id="lamb|logn|seed=1")]                      # a record without the field is not from the commit
+    lines = A5.provenance_lines(runs, commit=at)
+    assert lines[0].endswith("1 of 3 runs")
+    assert lines[1] == "  made elsewhere: lamb|logn|seed=1, tiger|tied|seed=1"
+    assert A5.provenance_lines(runs[:1], commit=at) == [f"made at the pre-registration's commit aaaaaaa: 1 of 1 runs"]
+
+
+def test_every_committed_campaign_run_was_made_at_the_preregistered_commit():
+    """The campaign runs from a worktree pinned at the pre-registration (DEVELOPERS.md); a run made from main, after
+    the rules or the code moved on, would fail this."""
+    runs = R.load_runs(R.committed_path("optim"))
+    assert runs and {r["git_commit"] for r in runs} == {A5.PREREGISTERED_AT}
+
+
+def test_the_preregistered_commit_is_the_one_that_wrote_the_plan():
+    """PREREGISTERED_AT was recorded after the fact; git can check it: at that commit analysis05.py already holds the
+    campaign's rules, and its parent has no analysis05.py (the rules came in that commit, before any run)."""
+    import subprocess
+    show = lambda rev: subprocess.run(["git", "-C", ROOT, "show", f"{rev}:lessons/analysis05.py"],  # noqa: E731
+                                      capture_output=True, text=True)
+    try:
+        has = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", A5.PREREGISTERED_AT + "^{commit}"],
+                             capture_output=True).returncode == 0
+    except FileNotFoundError:
+        has = False
+    if not has:
+        pytest.skip("this checkout lacks the commit (no git, a shallow clone or an exported copy)")
+    at = show(A5.PREREGISTERED_AT)
+    assert at.returncode == 0, at.stderr
+    for rule in ("Check B, bf16", "Sweep S, the learning rate", "Arms and seeds", "BF16_TOLERANCE = 0.01"):
+        assert rule in at.stdout
+    assert show(A5.PREREGISTERED_AT + "~1").returncode != 0
