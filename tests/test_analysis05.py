@@ -338,12 +338,12 @@ def test_provenance_names_every_run_made_away_from_the_preregistered_commit():
     lines = A5.provenance_lines(runs, commit=at)
     assert lines[0].endswith("1 of 3 runs")
     assert lines[1] == "  made elsewhere: lamb|logn|seed=1, tiger|tied|seed=1"
-    assert A5.provenance_lines(runs[:1], commit=at) == [f"made at the pre-registration's commit aaaaaaa: 1 of 1 runs"]
+    assert A5.provenance_lines(runs[:1], commit=at) == ["made at the pre-registration's commit aaaaaaa: 1 of 1 runs"]
 
 
 def test_every_committed_campaign_run_was_made_at_the_preregistered_commit():
-    """The campaign runs from a worktree pinned at the pre-registration (DEVELOPERS.md); a run made from main, after
-    the rules or the code moved on, would fail this."""
+    """The campaign runs from a worktree pinned at the pre-registration (see the comment on PREREGISTERED_AT); a run
+    made from main, after the rules or the code moved on, would fail this."""
     runs = R.load_runs(R.committed_path("optim"))
     assert runs and {r["git_commit"] for r in runs} == {A5.PREREGISTERED_AT}
 
