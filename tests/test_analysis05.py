@@ -366,3 +366,32 @@ def test_the_preregistered_commit_is_the_one_that_wrote_the_plan():
     for rule in ("Check B, bf16", "Sweep S, the learning rate", "Arms and seeds", "BF16_TOLERANCE = 0.01"):
         assert rule in at.stdout
     assert show(A5.PREREGISTERED_AT + "~1").returncode != 0
+
+
+def test_the_committed_runs_give_the_verdicts_lesson05s_summary_states_in_words():
+    """Lesson 05 section 8 ends with a summary in words, written after Tiger's and LAMB's runs were all in. Words can't
+    recompute themselves, so this pins what they say to the committed runs: if the data ever change, this fails and
+    the summary must be rewritten (the printed verdicts above it are computed; the prose is not)."""
+    runs = R.load_runs(R.committed_path("optim"))
+    by = A5.settings(runs)
+    said = {  # setting: {claim: verdict}, as the summary states them
+        "tiger": {"1 logn slowest": "SUPPORTED", "1 logn slowest (start, secondary)": "SUPPORTED",
+                  "2 other fixes converge alike": "CONTRADICTED", "3 all fixes end alike": "INCONCLUSIVE",
+                  "4 no final gain over tied": "INCONCLUSIVE", "control: why logn is slow": "undecided",
+                  "control (start, secondary)": "both"},
+        "lamb": {"1 logn slowest": "SUPPORTED", "1 logn slowest (start, secondary)": "SUPPORTED",
+                 "2 other fixes converge alike": "CONTRADICTED", "3 all fixes end alike": "CONTRADICTED",
+                 "4 no final gain over tied": "CONTRADICTED", "control: why logn is slow": "self-logit",
+                 "control (start, secondary)": "both"},
+    }
+    for name, expected in said.items():
+        v = A5.claims(by[name])
+        assert {k: v[k]["verdict"] for k in expected} == expected, name
+        # "under both, logn's rms(E) stays below 0.02 for the whole run" (prediction P1 held)
+        for r in by[name]["logn"].values():
+            assert max(h["emb_rms"] for h in r["history"] if "emb_rms" in h) < 0.02
+        # "the control keeps pace with ortho over the first half, while logn lags the control by far more"
+        rows = {(x["a"], x["b"]): x for x in v["control: why logn is slow"]["rows"]}
+        assert abs(rows[("control", "ortho")]["mean"]) < 0.02 < rows[("logn", "control")]["mean"]
+    # "under LAMB, logn ends with the lowest best val loss of the six arms"
+    assert A5.ranking(by["lamb"], "best", ["tied", "logn", "control", "ortho", "shuffle", "untied"])[0]["arm"] == "logn"
