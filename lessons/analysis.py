@@ -581,8 +581,12 @@ def explain(name, claim):
             out = head + f" The data agree: no fix is better than tied by more than {MARGIN} nats (90% intervals): " + \
                 "; ".join(_gap(r, 90) for r in rows) + "."
         else:
-            out = head + " The intervals are too wide to decide whether some fix beats tied: " + \
-                "; ".join(_gap(r, 90) for r in rows if not r["no_gain"]) + "."
+            # a row decides nothing when its 90% interval reaches below -MARGIN (no gain not shown) while its
+            # Bonferroni interval reaches 0 (gain not shown either): print both ends the rule read
+            out = head + " For some fix neither outcome is shown: no gain needs the whole 90% interval above " + \
+                f"-{MARGIN}, a gain needs the Bonferroni interval below 0: " + "; ".join(
+                    _gap(r, 90) + (f", Bonferroni [{r['ci_bonferroni'][0]:+.3f}, {r['ci_bonferroni'][1]:+.3f}]"
+                                   if r.get("ci_bonferroni") else "") for r in rows if not r["no_gain"]) + "."
         if worse:
             out += " Ending WORSE than tied (consistent with 'no gain', but worth knowing): " + \
                 "; ".join(_gap(r) for r in worse) + "."

@@ -167,6 +167,19 @@ def test_a_claim_waits_until_every_arm_it_names_has_run():
         A.interval(c["rows"][0]["diffs"], 1 - A.ALPHA / 3))
 
 
+def test_an_inconclusive_claim_4_prints_both_interval_ends_the_rule_read():
+    """Claim 4 is one-sided: 'no gain' needs F - tied's 90% interval above -MARGIN, 'a gain' its Bonferroni interval
+    below 0. A fix 0.05 nats better with three noisy seeds can have a 90% interval below 0 and still a Bonferroni
+    interval that reaches 0: the claim is INCONCLUSIVE, and the sentence must show the interval that left it open."""
+    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=-0.05), seeds=3, run_sd=0.02, rng=5)
+    c = A.claim_no_gain(A.by_arm(runs))
+    r = next(r for r in c["rows"] if r["a"] == "logn")
+    assert c["verdict"] == "INCONCLUSIVE" and not r["no_gain"] and not r["gain"]
+    assert r["ci90"][1] < 0 < r["ci_bonferroni"][1]  # below tied at 90%, yet no gain shown after Bonferroni
+    text = A.explain("4 no final gain over tied", c)
+    assert "logn - tied" in text and "Bonferroni [" in text and f"above -{A.MARGIN}" in text
+
+
 def test_ending_worse_than_tied_does_not_contradict_no_gain():
     """The author's remark is one-sided: 'the fixes gave no gain over tying'. A fix that ends clearly WORSE than
     tied agrees with it; only a fix that ends better contradicts it."""
