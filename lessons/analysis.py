@@ -539,11 +539,16 @@ def _gap(r, level=95):
     return f"{r['a']} - {r['b']} {r['mean']:+.3f} nats{ci}"
 
 
+def _bonferroni(r):
+    """', Bonferroni [-0.086, -0.031]': a comparison's interval at level 1 - alpha/k ('' if it has none)."""
+    cib = r.get("ci_bonferroni")
+    return f", Bonferroni [{cib[0]:+.3f}, {cib[1]:+.3f}]" if cib else ""
+
+
 def _decided(r):
     """A comparison that decided a CONTRADICTED verdict, with the interval the rule read: the Bonferroni one
     (level 1 - alpha/k) for a difference; and whether the difference was shown to exceed the margin at all."""
-    cib = r.get("ci_bonferroni")
-    out = _gap(r) + (f", Bonferroni [{cib[0]:+.3f}, {cib[1]:+.3f}]" if cib else "")
+    out = _gap(r) + _bonferroni(r)
     ci90 = r.get("ci90")
     if ci90 and ci90[0] < MARGIN and ci90[1] > -MARGIN and not r.get("alike"):
         out += f"; not shown to exceed +-{MARGIN} (90% [{ci90[0]:+.3f}, {ci90[1]:+.3f}])"
@@ -584,9 +589,8 @@ def explain(name, claim):
             # a row decides nothing when its 90% interval reaches below -MARGIN (no gain not shown) while its
             # Bonferroni interval reaches 0 (gain not shown either): print both ends the rule read
             out = head + " For some fix neither outcome is shown: no gain needs the whole 90% interval above " + \
-                f"-{MARGIN}, a gain needs the Bonferroni interval below 0: " + "; ".join(
-                    _gap(r, 90) + (f", Bonferroni [{r['ci_bonferroni'][0]:+.3f}, {r['ci_bonferroni'][1]:+.3f}]"
-                                   if r.get("ci_bonferroni") else "") for r in rows if not r["no_gain"]) + "."
+                f"-{MARGIN}, a gain needs the Bonferroni interval below 0: " + \
+                "; ".join(_gap(r, 90) + _bonferroni(r) for r in rows if not r["no_gain"]) + "."
         if worse:
             out += " Ending WORSE than tied (consistent with 'no gain', but worth knowing): " + \
                 "; ".join(_gap(r) for r in worse) + "."
