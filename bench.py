@@ -72,7 +72,8 @@ def bench(c, log=print):
                device=str(device), dtype=dtype, threads=torch.get_num_threads())
     msg = (f"bench: {tok_s:,.0f} tokens/s, {1000 * dt:.1f} ms/step, peak RSS {out['peak_rss_mb']:,.0f} MB "
            f"| {device} {dtype}, {torch.get_num_threads()} threads, B={c.batch_size} T={c.block_size}, "
-           f"head={c.head}, fused_loss={c.fused_loss}, fused_adamw={c.fused_adamw}, compile={c.compile}")
+           f"head={c.head}, optimizer={c.optimizer}, fused_loss={c.fused_loss}, "
+           + (f"fused_adamw={c.fused_adamw}, " if c.optimizer == "adamw" else "") + f"compile={c.compile}")
     if device.type == "cuda":
         out["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
         out["mfu"] = flops_per_token(model) * tok_s / (PEAK_TFLOPS * 1e12)

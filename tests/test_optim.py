@@ -187,6 +187,8 @@ def test_resuming_with_another_optimizer_is_refused(data_dir, tmp_path):
 def test_bench_times_the_relative_optimizers_too(data_dir):
     p = run([*TINY, "--optimizer=tiger", "--bench=2"])
     assert p.returncode == 0 and "tokens/s" in p.stdout, p.stderr
+    # the line names the optimizer it timed; AdamW's fused/foreach switch is not shown where it does nothing
+    assert "optimizer=tiger" in p.stdout and "fused_adamw" not in p.stdout
 
 
 def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp_path):
