@@ -94,6 +94,9 @@ class Config(GPTConfig):
     dense_val_until: int = 0
     dense_val_windows: int = 128
     log_interval: int = 10
+    # True: every logged row also has emb_turn and self_logit (see row_stats): how far the rows of E have turned from
+    # their init, and how much of the fresh tied model's 2-gram self-logit is left (lesson 05, section 10)
+    log_rows: bool = False
     seed: int = 1337  # model init (and dropout)
     data_seed: int = None  # training batches; None: same as seed. Fix it to give every run the same data
     # system
@@ -193,7 +196,8 @@ HELP = dict(
     eval_full_val="val loss over the whole val split instead of eval_iters batches (true|false)",
     dense_val_until="up to this step, a val-subset loss every log_interval steps (0: off)",
     dense_val_windows="windows of the val split in that subset (evenly spaced)",
-    log_interval="steps between logged rows", seed="init seed, in [0, 2**63)",
+    log_interval="steps between logged rows",
+    log_rows="also log emb_turn (E's rows' angle from their init) and self_logit (true|false)", seed="init seed, in [0, 2**63)",
     data_seed="batch-order seed (None: the same as seed)",
     device="auto | cpu | cuda | cuda:N | mps", dtype="auto | float32 | bfloat16 (float16 is refused: see README)",
     compile="torch.compile the model (true|false)",
@@ -403,7 +407,9 @@ def build(c, device, data_id, log):
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)
     gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
-    where = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[])
+    # log_rows measures turns from the init: keep it (a resumed run rebuilds it from the seed before loading)
+    where = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[],
+                 emb0=model.transformer.wte.weight.detach().clone() if c.log_rows else None)
     if not c.resume:
         return model, optimizer, gen, where
     if not c.out_dir:
@@ -477,6 +483,7 @@ class Run:
     ckpt_path: str
     metrics_path: str
     flops_per_token: float
+    emb0: torch.Tensor = None  # E at init, with log_rows (see row_stats)
 
 
 def setup(c, log):
@@ -505,7 +512,7 @@ def setup(c, log):
               master, rows=slice(rank * share, (rank + 1) * share),
               ckpt_path=os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None,
               metrics_path=os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None,
-              flops_per_token=flops_per_token(model))
+              flops_per_token=flops_per_token(model), emb0=where.pop("emb0"))
     log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
         f"| {meta['dataset']} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
@@ -590,6 +597,47 @@ def weight_stats(model):
                 lnf_gain=model.transformer.ln_f.weight.mean().item())
 
 
+ROW_WINDOWS = 16  # the fixed val windows self_logit is measured on (1,024 positions at T = 64)
+
+
+@torch.no_grad()
+def emb_turn(E, E0):
+    """The mean over the rows w_i of E of their angle to their init w_i(0), in radians: atan2(|w_i x w_i(0)|,
+    w_i . w_i(0)), where in d dimensions |a x b| = |a - (a . b^) b^| |b|. A relative step moves a row by at most
+    lr_t |w_i| (Tiger: exactly, row by row), which turns it by at most ~lr_t radians: under Tiger the turn is at most
+    the sum of lr_t, whatever the row's size. AdamW moves each entry by ~lr: a row of rms sigma by up to ~lr / sigma."""
+    E, E0 = E.detach().double(), E0.detach().double()
+    u0 = E0 / E0.norm(dim=1, keepdim=True)
+    perp = (E - (E * u0).sum(1, keepdim=True) * u0).norm(dim=1)  # the part of w_i off w_i(0)'s direction
+    return torch.atan2(perp * E0.norm(dim=1), (E * E0).sum(1)).mean().item()
+
+
+@torch.no_grad()
+def self_logit(model, windows, autocast=nullcontext()):
+    """Over every position t of the (windows, T + 1) token batches, the logit the model gives to REPEATING the input
+    token minus its mean logit, z_t[x_t] - mean_k z_t[k]. The fresh tied model scores its input token
+    w_i . w_i / sigma ~ d sigma above the rest (lesson 02: ln n for logn, d x 0.02 = 15.4 at sigma = 0.02); a
+    rotation after the norm (ortho, the control) starts it near 0."""
+    was_training, total, count = model.training, 0.0, 0
+    model.eval()
+    for xy in windows:
+        x = xy[:, :-1]
+        with autocast:
+            z = model.logits(model.hidden(x)).float()  # (windows, T, n)
+        total += (z.gather(-1, x.unsqueeze(-1)).squeeze(-1) - z.mean(-1)).sum().item()
+        count += x.numel()
+    model.train(was_training)
+    return total / count
+
+
+def row_stats(run):
+    """With log_rows: emb_turn of E from its init, and self_logit over ROW_WINDOWS fixed val windows (measured, like
+    emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by turning E's rows or not."""
+    windows = split_windows(run.val_data, run.c.block_size, run.device, run.lut, subset=ROW_WINDOWS)
+    return dict(emb_turn=emb_turn(run.model.transformer.wte.weight, run.emb0),
+                self_logit=self_logit(run.model, windows, run.autocast))
+
+
 def catch_stop_signals():
     """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
     checkpoint and stops. Returns (that list, the previous handlers for restore_signals)."""
@@ -638,7 +686,7 @@ def _append(history, row, path):
 def train(c, progress=True, log=print):
     """Train per Config c and return the history: a list of dicts, one per logged step, with step,
     tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms),
-    lnf_gain (the final norm's mean gain), time, at evaluations val_loss and eval_train_loss (means over fixed
+    lnf_gain (the final norm's mean gain), with log_rows emb_turn and self_logit (row_stats), time, at evaluations val_loss and eval_train_loss (means over fixed
     batches), and with dense_val_until val_subset_loss. Raises Diverged (a TrainingError, with the history so far)
     on divergence, TrainingError on a bad checkpoint or a busy out_dir, ValueError on impossible settings.
     The out_dir is locked for the run's life (see claim_out_dir)."""
@@ -715,6 +763,7 @@ def _train(c, progress, log):
                 row.update(step=step, tokens=tokens_seen, train_loss=(loss_sum / n_summed).item(), lr=lr,
                            grad_norm=None if grad_norm is None else grad_norm.item(),
                            emb_grad_norm=emb_grad_norm.item(), **weight_stats(run.model),
+                           **(row_stats(run) if run.emb0 is not None else {}),
                            tokens_per_s=(step + 1 - step_last) * tokens_per_step / max(now - t_last, 1e-9), time=now - t0)
                 show_progress(bar, plain, log, run, row)
                 loss_sum.zero_()

@@ -115,6 +115,25 @@ Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no
 Added 2026-11-25 after LAMB's seed 1 had landed (a check of the data's origin, not a rule)
     Provenance (lesson 05 section 2): the commit each run was made at, against PREREGISTERED_AT, the commit that
     wrote this docstring - provenance_lines().
+
+Added 2026-11-25 after all 65 campaign runs were in, and written before any of its runs: an exploratory look at
+section 8's untested reading (reproduce.py's scale 'turn'; one seed, so described, never a verdict)
+    The reading: logn must unlearn the 2-gram start's tied self-logit; a relative step turns a row of E by at most
+    ~lr_t radians a step whatever its size (train.emb_turn's docstring), AdamW by up to ~lr / sigma, which is large for
+    logn's small sigma; so under Tiger and LAMB the self-logit goes slowly, and logn with it.
+    Runs: logn, the control and ortho under AdamW (lr 1e-3), Tiger and LAMB (3e-3, sweep S's choice), seed 1, the
+    campaign's configuration and schedule stopped at step 200 (the 'start' window, where claim 1 is SUPPORTED under
+    both relative optimizers), fp32, with train.py's log_rows every 10 steps: emb_turn (the mean angle of E's rows
+    from their init) and self_logit (the logit for repeating the input token minus the mean logit, 16 fixed val
+    windows). What the reading expects (a miss is reported as a miss; nothing is re-run or tuned after):
+    T1. Under Tiger, every logged emb_turn <= the sum of lr_t so far (a bound: a miss would be a bug).
+    T2. logn's rows turn more under AdamW than under Tiger and under LAMB: emb_turn at steps 50, 100 and 190.
+    T3. logn's self_logit falls more slowly under Tiger and LAMB than under AdamW: at steps 50, 100 and 190 it is
+        larger under each relative optimizer than under AdamW.
+    T4. The control and ortho start with a self_logit near 0 and have none to unlearn: at step 190 logn's exceeds the
+        control's by more under Tiger and under LAMB than under AdamW.
+    The reading is contradicted if T3 fails (the self-logit goes as fast under a relative step, so it can't be what
+    holds logn back), and weakened if T2 fails with T3 holding (the self-logit is held, but not by the rows' turn).
 """
 
 import functools

@@ -6,6 +6,10 @@ The convergence experiment behind lesson 04: every head, same data, same batches
     python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
                                         # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min with two
                                         # workers on 2 idle cores; lesson 04 prints the measured median)
+    python lessons/reproduce.py optim   # lesson 05's campaign: d768 under AdamW, Tiger and LAMB (its plan and rules
+                                        # are in lessons/analysis05.py; ~65 runs, days on 2 cores)
+    python lessons/reproduce.py turn    # lesson 05 section 10: 9 runs of its first 200 steps with log_rows
+                                        # (~5 min each with two workers)
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
@@ -62,9 +66,9 @@ CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's compar
 # itself suggests; scale (a learned logit scale) is ours
 ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
 SEEDS = [1, 2, 3]
-SCALES = ("live", "full", "gpt2", "d768", "optim")
+SCALES = ("live", "full", "gpt2", "d768", "optim", "turn")
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
-        "val_subset_loss", "resid_rms", "lnf_gain")
+        "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit")
 
 # Shared settings of the older scales. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare
 # uses (n = 11,706, ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
@@ -93,6 +97,7 @@ ARMS["control"] = dict(head="ortho", emb_std=LOGN_SIGMA)
 OPTIM = dict(D768, residual_std=1e-4, dense_val_until=200, dense_val_windows=128, weight_decay=None)
 OPTIM_ADAMW_LR = 1e-3  # lesson 04's
 OPTIM_CHECK_LR = dict(adamw=1e-3, tiger=1e-2, lamb=1e-2)
+TURN_LR = 3e-3  # the lr sweep S chose for Tiger and for LAMB (lesson 05 section 2 prints it from the sweep's runs)
 
 
 def optim_decisions(runs):
@@ -161,6 +166,12 @@ def plan(scale, runs=()):
     made so far, which the optim scale's plan depends on (check B, sweep S)."""
     if scale == "optim":
         return plan_optim(runs)
+    if scale == "turn":  # after the optim campaign, exploratory (analysis05's docstring): the first 200 of its steps
+        # (the same schedule: its cosine still runs to step 1200) with log_rows, seed 1, at the campaign's lrs
+        lrs = dict(adamw=OPTIM_ADAMW_LR, tiger=TURN_LR, lamb=TURN_LR)
+        return [(opt, a, {**OPTIM, "emb_std": 0.02, **ARMS[a], "seed": 1, "optimizer": opt, "lr": lr, "dtype": "float32",
+                          "max_iters": 200, "lr_decay_iters": OPTIM["max_iters"], "log_rows": True})
+                for opt, lr in lrs.items() for a in ("logn", "control", "ortho")]
     if scale == "live":
         main = dict(BASE, n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
         return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
@@ -229,7 +240,7 @@ def load_runs(path):
 def committed_path(scale):
     """Where the committed runs of a scale live (a folder for d768, one file for the older scales)."""
     folder = os.path.join(HERE, "data", f"repro_{scale}")
-    return folder if os.path.isdir(folder) or scale in ("d768", "optim") else folder + ".json"
+    return folder if os.path.isdir(folder) or scale in ("d768", "optim", "turn") else folder + ".json"
 
 
 def _write_atomic(path, obj):
@@ -412,7 +423,7 @@ def compare_with_committed(scale, out, log=print):
 
 
 def _cli(argv):
-    usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768 [--out=DIR] [--resume=true] "
+    usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768|optim|turn [--out=DIR] [--resume=true] "
              "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]")
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
     if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \

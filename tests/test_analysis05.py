@@ -402,3 +402,21 @@ def test_the_committed_runs_give_the_verdicts_lesson05s_summary_states_in_words(
     assert {r["b"] for r in v["3 all fixes end alike"]["rows"] if r["a"] == "logn" and r["bonferroni"] == "lower"} \
         == {"untied", "ortho"}
     assert next(r for r in v["4 no final gain over tied"]["rows"] if r["a"] == "logn")["gain"]
+
+
+def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
+    """Section 10's exploratory runs must be the campaign's seed-1 runs cut at step 200: same config, same lr at every
+    step (the cosine still runs to 1200), same lr as sweep S chose for the committed runs; only log_rows is added."""
+    import train
+    runs = R.load_runs(R.committed_path("optim"))
+    made = {(r["config"]["optimizer"], r["arm"]): r for r in runs if r["seed"] == 1 and r["group"] in ("adamw", "tiger", "lamb")}
+    plan = R.plan("turn")
+    assert len(plan) == 9
+    for group, arm, o in plan:
+        c, twin = R.config_for(o), made[(group, arm)]
+        assert c.log_rows and c.max_iters == 200 and c.lr == twin["config"]["lr"]
+        mine = dataclasses.asdict(c)
+        same = {k for k in twin["config"] if k in mine and k not in ("max_iters", "lr_decay_iters", "vocab_size", "sigma")}
+        assert {k: mine[k] for k in same} == {k: twin["config"][k] for k in same}, arm
+        full = R.config_for(dict(o, max_iters=1200, lr_decay_iters=None))
+        assert [train.lr_at(t, c) for t in range(200)] == [train.lr_at(t, full) for t in range(200)]

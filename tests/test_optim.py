@@ -165,8 +165,9 @@ def test_near_zero_branches_keep_the_fresh_model_close_to_the_2_gram_model():
 @pytest.mark.parametrize("opt", ["tiger", "lamb"])
 def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt):
     """The relative optimizers go through train.py like AdamW: a run stopped at its step-4 checkpoint and resumed
-    logs the uninterrupted run's losses to the bit (the optimizer state is in the checkpoint)."""
-    args = [*TINY, f"--optimizer={opt}", "--lr=0.01", "--max_iters=8", "--eval_interval=4"]
+    logs the uninterrupted run's losses to the bit (the optimizer state is in the checkpoint), and log_rows' turns
+    from the init (rebuilt from the seed on resume) too."""
+    args = [*TINY, f"--optimizer={opt}", "--lr=0.01", "--log_rows=true", "--max_iters=8", "--eval_interval=4"]
     ref = run([*args, f"--out_dir={tmp_path / 'ref'}"])
     assert ref.returncode == 0, ref.stderr
     first = run([*args[:-2], "--max_iters=4", "--lr_decay_iters=8", "--eval_interval=4", f"--out_dir={tmp_path / 'b'}"])
@@ -175,6 +176,7 @@ def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt
     assert resumed.returncode == 0, resumed.stderr
     a, b = rows(tmp_path / "ref"), rows(tmp_path / "b")
     assert [a[s]["train_loss"] for s in range(8)] == [b[s]["train_loss"] for s in range(8)]
+    assert [a[s]["emb_turn"] for s in range(8)] == [b[s]["emb_turn"] for s in range(8)] and a[7]["emb_turn"] > 0
     assert a[8]["val_loss"] == b[8]["val_loss"] and a[0]["train_loss"] != a[7]["train_loss"]
 
 
@@ -203,3 +205,46 @@ def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp
     assert p.returncode == 0 and "resumed from" in p.stdout, p.stderr
     p = run([*TINY, "--optimizer=tiger", "--max_iters=6", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
     assert p.returncode in (1, 2) and "Traceback" not in p.stderr
+
+
+
+# --- log_rows: how far E's rows turn, and how much of the 2-gram self-logit is left (lesson 05, section 10) ---
+
+def test_emb_turn_is_the_mean_angle_of_each_row_from_its_init():
+    from train import emb_turn
+    E0 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [3.0, 0.0, 0.0]])
+    E = torch.tensor([[0.0, 5.0, 0.0], [0.0, 0.1, 0.0], [1.0, 1.0, 0.0]])  # turned 90 degrees; shrunk only; 45 degrees
+    assert emb_turn(E, E0) == pytest.approx((math.pi / 2 + 0 + math.pi / 4) / 3)
+    assert emb_turn(E0, E0) == 0.0 and emb_turn(-E0, E0) == pytest.approx(math.pi)
+
+
+def test_the_self_logit_of_a_fresh_model_is_lesson_02s_2_gram_score():
+    """The fresh tied model scores its input token ~ d sigma above the mean (here 64 x 0.1 = 6.4); logn ~ ln n;
+    ortho's rotation after the norm leaves no self-logit."""
+    from tiedgpt import GPT, GPTConfig
+    from train import self_logit
+    torch.manual_seed(0)
+    x = torch.randint(0, 500, (8, 33))
+    got = {}
+    for head in ("tied", "logn", "ortho"):
+        torch.manual_seed(0)
+        model = GPT(GPTConfig(head=head, vocab_size=500, n_embd=64, n_head=2, n_layer=1, block_size=32, emb_std=0.1))
+        got[head] = self_logit(model, [x])
+    assert got["tied"] == pytest.approx(6.4, rel=0.05)
+    assert got["logn"] == pytest.approx(math.log(500), rel=0.05)
+    assert abs(got["ortho"]) < 0.5
+
+
+def test_under_tiger_no_row_turns_faster_than_the_relative_steps_budget(data_dir, tmp_path):
+    """log_rows under Tiger: a row moves by lr_t |w_i| a step, so the mean turn after t steps is at most the sum of
+    lr_t so far; the self-logit of the fresh tied model starts high and is logged beside it."""
+    p = run([*TINY, "--optimizer=tiger", "--lr=0.05", "--max_iters=12", "--eval_interval=12", "--log_rows=true",
+             f"--out_dir={tmp_path}"])
+    assert p.returncode == 0, p.stderr
+    r = rows(tmp_path)
+    budget = 0.0
+    for s in range(12):
+        budget += r[s]["lr"]  # the row of step s is measured after that step's update
+        assert 0 < r[s]["emb_turn"] <= budget
+    assert r[11]["emb_turn"] > 0.3 * budget  # and it does turn: the bound is not vacuous
+    assert r[0]["self_logit"] > 2
