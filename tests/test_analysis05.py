@@ -420,3 +420,19 @@ def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
         assert {k: mine[k] for k in same} == {k: twin["config"][k] for k in same}, arm
         full = R.config_for(dict(o, max_iters=1200, lr_decay_iters=None))
         assert [train.lr_at(t, c) for t in range(200)] == [train.lr_at(t, full) for t in range(200)]
+
+
+def test_the_committed_runs_give_what_lesson05_section_7_says_of_adamw_at_rule_rs_init():
+    """Section 7's reading and the summary's first point, pinned to the runs: at rule R's init (3 seeds) AdamW's logn is
+    significantly ahead of ortho and of the control on early, the control - ortho comparison decides nothing, and
+    every comparison has the sign it has at lesson 04's exact zeros on the same seeds."""
+    new = A5.settings(R.load_runs(R.committed_path("optim")))["adamw (residual_std=1e-4)"]
+    old = analysis.settings("d768", R.load_runs(R.committed_path("d768")))["sigma=0.02"]
+    said = {("logn", "ortho"): "A lower", ("logn", "control"): "A lower", ("control", "ortho"): "inconclusive"}
+    for (a, b), word in said.items():
+        assert sorted(new[a]) == sorted(new[b]) == [1, 2, 3]
+        r = analysis.compare(analysis.paired(new[a], new[b], "early"))
+        before = analysis.compare(analysis.paired({s: old[a][s] for s in (1, 2, 3)}, {s: old[b][s] for s in (1, 2, 3)},
+                                                  "early"))
+        assert r["word"] == word and np.sign(r["mean"]) == np.sign(before["mean"]), (a, b)
+        assert abs(r["mean"] - before["mean"]) < 0.01  # "the sizes are close"
