@@ -554,3 +554,86 @@ def two_gram_first_loss(run):
     from tiedgpt import GPTConfig, predicted_initial_loss
     cfg = GPTConfig(**{k: v for k, v in run["config"].items() if k in GPTConfig.__dataclass_fields__})
     return predicted_initial_loss(cfg, val_repeat_rate())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Section 10 (exploratory, after the campaign; expectations T1-T4 in the docstring, written before the runs)
+
+TURN_STEPS = (50, 100, 190)  # where T2 and T3 are read (log_rows' rows are measured after that step's update)
+
+
+def turn_runs(runs):
+    """The 'turn' scale's runs as {optimizer: {arm: run}} (one seed)."""
+    out = {}
+    for r in runs:
+        out.setdefault(r["config"]["optimizer"], {})[r["arm"]] = r
+    return out
+
+
+def logged(run, key):
+    """{step: value} of a log_rows quantity (emb_turn, self_logit)."""
+    return {h["step"]: h[key] for h in run["history"] if key in h}
+
+
+def turn_bound(run):
+    """{step: sum of lr_t over steps 0..step}: Tiger's bound on emb_turn at each logged row (T1)."""
+    done = np.cumsum(schedule(_config(run)))
+    return {s: float(done[s]) for s in logged(run, "emb_turn")}
+
+
+def _config(run):
+    from train import Config
+    return Config(**{k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__})
+
+
+def turn_expectations(by_opt):
+    """T1-T4 held against the runs: [(name, held, what was found)], with None for held where runs are missing."""
+    out = []
+
+    def have(*keys):
+        return all(o in by_opt and a in by_opt[o] for o, a in keys)
+    if have(("tiger", "logn")):
+        worst = max((logged(r, "emb_turn")[s] / b, a, s) for a, r in by_opt["tiger"].items()
+                    for s, b in turn_bound(r).items())
+        out.append(("T1", worst[0] <= 1, f"under Tiger emb_turn reaches at most {worst[0]:.0%} of the sum of lr_t so far "
+                                         f"({worst[1]}, step {worst[2]}): the bound " + ("holds" if worst[0] <= 1 else "FAILS")))
+    for name, key, sign, what in (("T2", "emb_turn", -1, "logn's emb_turn (rad)"),
+                                  ("T3", "self_logit", +1, "logn's self_logit (nats)")):
+        if not have(("adamw", "logn"), ("tiger", "logn"), ("lamb", "logn")):
+            out.append((name, None, "runs missing"))
+            continue
+        v = {o: logged(by_opt[o]["logn"], key) for o in ("adamw", "tiger", "lamb")}
+        held = all(sign * (v[o][s] - v["adamw"][s]) > 0 for o in ("tiger", "lamb") for s in TURN_STEPS)
+        out.append((name, held, f"{what} at steps {', '.join(map(str, TURN_STEPS))}: " + "; ".join(
+            f"{o} " + ", ".join(f"{v[o][s]:.2f}" for s in TURN_STEPS) for o in ("adamw", "tiger", "lamb"))))
+    if have(*[(o, a) for o in ("adamw", "tiger", "lamb") for a in ("logn", "control")]):
+        s = TURN_STEPS[-1]
+        gap = {o: logged(by_opt[o]["logn"], "self_logit")[s] - logged(by_opt[o]["control"], "self_logit")[s]
+               for o in ("adamw", "tiger", "lamb")}
+        out.append(("T4", gap["tiger"] > gap["adamw"] and gap["lamb"] > gap["adamw"],
+                    f"logn - control self_logit at step {s}: " + ", ".join(f"{o} {g:+.2f}" for o, g in gap.items())))
+    else:
+        out.append(("T4", None, "runs missing"))
+    return out
+
+
+def turn_lines(by_opt):
+    """Section 10's printout: each expectation, what was found, and whether it held (never a verdict: one seed)."""
+    word = {True: "as expected", False: "NOT as expected", None: "pending"}
+    return [f"{name} {word[held]}: {found}" for name, held, found in turn_expectations(by_opt)]
+
+
+def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
+    """Described after the runs (added 2026-11-25 once they were in; no expectation rests on it): per optimizer, logn's
+    emb_turn and self_logit, and its self_logit above the control's at the same step. The control has no self-logit to
+    unlearn, so its self_logit (which rises for every arm as the model learns which tokens are frequent: the input token
+    usually is one) is the baseline the excess is read against."""
+    out = []
+    for opt, by in by_opt.items():
+        if not ("logn" in by and "control" in by):
+            continue
+        t, z, zc = (logged(by[a], k) for a, k in (("logn", "emb_turn"), ("logn", "self_logit"), ("control", "self_logit")))
+        out.append(f"{opt:5} logn at steps {', '.join(map(str, steps))}: turn " + ", ".join(f"{t[s]:.3f}" for s in steps)
+                   + " rad; self_logit " + ", ".join(f"{z[s]:.2f}" for s in steps)
+                   + "; above the control's " + ", ".join(f"{z[s] - zc[s]:+.2f}" for s in steps))
+    return out

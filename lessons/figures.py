@@ -80,6 +80,30 @@ def sizes(ax, by, key, title, ylabel, transform=None, log=False):
     ax.legend(fontsize=8)
 
 
+OPT_STYLES = {"adamw": "-", "tiger": "--", "lamb": ":"}
+
+
+def turns(ax_turn, ax_self, by_opt, bound=None):
+    """Lesson 05 section 10 (one seed): emb_turn, the mean angle of E's rows from their init, and self_logit, the logit
+    for repeating the input token above the mean, over the first 200 steps; colour = arm, line style = optimizer.
+    bound: {step: sum of lr_t}, Tiger's bound on emb_turn, drawn in grey."""
+    for opt, by in by_opt.items():
+        for a in _arms(by):
+            for ax, key in ((ax_turn, "emb_turn"), (ax_self, "self_logit")):
+                s = [h["step"] for h in by[a]["history"] if key in h]
+                v = [h[key] for h in by[a]["history"] if key in h]
+                ax.plot(s, v, color=COLORS.get(a, "gray"), ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"{a}, {opt}")
+    if bound:
+        line, = ax_turn.plot(list(bound), list(bound.values()), color="gray", lw=3, alpha=0.4,
+                             label="Tiger's bound: sum of lr_t")
+        ax_turn.legend(handles=[line], fontsize=8, loc="lower right")
+    ax_turn.set(title="how far E's rows have turned from their init", xlabel="step",
+                ylabel="mean angle of a row from its init (radians)", yscale="log")
+    ax_self.set(title="the self-logit: the input token's logit above the mean", xlabel="step",
+                ylabel="z[input token] - mean z (nats)")
+    ax_self.axhline(0, color="k", lw=0.8)
+
+
 def legend_outside(ax, title=None):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title=title, title_fontsize=8)
 

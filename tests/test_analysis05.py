@@ -436,3 +436,66 @@ def test_the_committed_runs_give_what_lesson05_section_7_says_of_adamw_at_rule_r
                                                   "early"))
         assert r["word"] == word and np.sign(r["mean"]) == np.sign(before["mean"]), (a, b)
         assert abs(r["mean"] - before["mean"]) < 0.01  # "the sizes are close"
+
+
+def turn_record(opt, arm, turn, selfl, lr=1e-3):
+    """A 'turn' run with emb_turn = turn(step) and self_logit = selfl(step) logged every 10 steps to 190."""
+    o = [x for g, a, x in R.plan("turn") if g == opt and a == arm][0]
+    c = dataclasses.asdict(R.config_for(dict(o, lr=lr)))
+    hist = [dict(step=s, emb_turn=turn(s), self_logit=selfl(s)) for s in range(0, 200, 10)]
+    return dict(id=R.run_id(opt, arm, 1), group=opt, arm=arm, seed=1, config=c, history=hist)
+
+
+def turn_set(fast_turn=2.0, slow_self=9.0):
+    """AdamW turns logn's rows fast and drops its self-logit; the relative optimizers turn slowly (under the bound)."""
+    runs = []
+    for opt in ("adamw", "tiger", "lamb"):
+        rel = opt != "adamw"
+        for arm in ("logn", "control", "ortho"):
+            start = 9.37 if arm == "logn" else 0.0
+            runs.append(turn_record(opt, arm, (lambda s: 1e-5 * s) if rel else (lambda s: fast_turn * s / 190),
+                                    (lambda s, a=start: a * (1 - s / 2000) * slow_self / 9.0) if rel
+                                    else (lambda s, a=start: a * (1 - s / 200))))
+    return A5.turn_runs(runs)
+
+
+def test_the_turn_expectations_hold_on_runs_built_to_meet_them_and_fail_on_runs_built_not_to():
+    held = {name: ok for name, ok, _ in A5.turn_expectations(turn_set())}
+    assert held == dict(T1=True, T2=True, T3=True, T4=True)
+    # the relative optimizers lose the self-logit faster than AdamW: T3 and T4 fail, the turn's T2 still holds
+    held = {name: ok for name, ok, _ in A5.turn_expectations(turn_set(slow_self=0.0))}
+    assert held == dict(T1=True, T2=True, T3=False, T4=False)
+    # AdamW turns less than Tiger: T2 fails
+    assert dict((n, ok) for n, ok, _ in A5.turn_expectations(turn_set(fast_turn=1e-4)))["T2"] is False
+
+
+def test_tigers_turn_bound_catches_a_row_that_turned_too_far():
+    by = turn_set()
+    by["tiger"]["ortho"] = turn_record("tiger", "ortho", lambda s: 0.01 * s, lambda s: 0.0, lr=3e-3)
+    found = dict((n, (ok, text)) for n, ok, text in A5.turn_expectations(by))["T1"]
+    assert found[0] is False and "ortho" in found[1] and "FAILS" in found[1]
+    assert A5.turn_lines({})[0] == "T2 pending: runs missing"
+
+
+def test_the_turn_detail_reads_logns_self_logit_against_the_controls():
+    by = turn_set()
+    lines = A5.turn_detail_lines(by, steps=(0, 100))
+    assert len(lines) == 3 and lines[0].startswith("adamw logn at steps 0, 100")
+    assert "above the control's +9.37, +4.68" in lines[0]  # AdamW's planted logn self-logit 9.37 (1 - s/200); control 0
+    assert A5.turn_detail_lines({"tiger": {"logn": by["tiger"]["logn"]}}) == []  # no control: nothing to read against
+
+
+def test_the_committed_turn_runs_give_what_lesson05_section_10_says():
+    """Section 10's reading, pinned to its nine committed runs (one seed; described, not a verdict)."""
+    by = A5.turn_runs(R.load_runs(R.committed_path("turn")))
+    assert {n: ok for n, ok, _ in A5.turn_expectations(by)} == dict(T1=True, T2=True, T3=False, T4=True)
+    z = {o: A5.logged(by[o]["logn"], "self_logit") for o in by}
+    zc = {o: A5.logged(by[o]["control"], "self_logit") for o in by}
+    turn = {o: A5.logged(by[o]["logn"], "emb_turn") for o in by}
+    assert all(turn["adamw"][50] > 10 * turn[o][50] for o in ("tiger", "lamb"))       # "more than ten times as far"
+    assert z["tiger"][100] < z["adamw"][100]                                             # T3's miss
+    emb = {h["step"]: h["emb_rms"] for h in by["adamw"]["logn"]["history"] if "emb_rms" in h}
+    assert z["adamw"][10] < 2 < 8 < z["adamw"][0] and turn["adamw"][10] < 0.05 and abs(emb[10] / emb[0] - 1) < 0.01
+    for o in ("tiger", "lamb"):
+        assert z[o][50] > 7 and abs(z[o][100] - zc[o][100]) < 1 and z[o][190] - zc[o][190] > 2  # held, met, climbed
+    assert z["adamw"][190] - zc["adamw"][190] < 1

@@ -248,3 +248,22 @@ def test_under_tiger_no_row_turns_faster_than_the_relative_steps_budget(data_dir
         assert 0 < r[s]["emb_turn"] <= budget
     assert r[11]["emb_turn"] > 0.3 * budget  # and it does turn: the bound is not vacuous
     assert r[0]["self_logit"] > 2
+
+
+def test_turning_the_rows_of_a_fresh_tied_model_leaves_its_self_logit():
+    """Why emb_turn can't be how the 2-gram start is unlearned: with the branches at zero the final norm sees w_i itself,
+    and z_ii = LN(w_i) . w_i = g d std(w_i), whatever w_i's direction. Replace every row by a random one of the same
+    length (each turns by ~90 degrees) and the self-logit stays ~ln n."""
+    from tiedgpt import GPT, GPTConfig
+    from train import emb_turn, self_logit
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(head="logn", vocab_size=500, n_embd=64, n_head=2, n_layer=1, block_size=32))
+    x = [torch.randint(0, 500, (8, 33))]
+    before = self_logit(model, x)
+    E = model.transformer.wte.weight
+    E0 = E.detach().clone()
+    with torch.no_grad():
+        new = torch.randn_like(E)
+        E.copy_(new / new.norm(dim=1, keepdim=True) * E0.norm(dim=1, keepdim=True))
+    assert emb_turn(E, E0) > 1.4  # ~pi/2: every row turned
+    assert self_logit(model, x) == pytest.approx(before, rel=0.05) and before == pytest.approx(math.log(500), rel=0.05)
