@@ -625,15 +625,17 @@ def turn_lines(by_opt):
 
 def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
     """Described after the runs (added 2026-11-25 once they were in; no expectation rests on it): per optimizer, logn's
-    emb_turn and self_logit, and its self_logit above the control's at the same step. The control has no self-logit to
+    emb_turn, rms(E) against step 0's, self_logit, and its self_logit above the control's at the same step. The control has no self-logit to
     unlearn, so its self_logit (which rises for every arm as the model learns which tokens are frequent: the input token
     usually is one) is the baseline the excess is read against."""
     out = []
     for opt, by in by_opt.items():
         if not ("logn" in by and "control" in by):
             continue
-        t, z, zc = (logged(by[a], k) for a, k in (("logn", "emb_turn"), ("logn", "self_logit"), ("control", "self_logit")))
+        t, z, zc, e = (logged(by[a], k) for a, k in (("logn", "emb_turn"), ("logn", "self_logit"),
+                                                      ("control", "self_logit"), ("logn", "emb_rms")))
         out.append(f"{opt:5} logn at steps {', '.join(map(str, steps))}: turn " + ", ".join(f"{t[s]:.3f}" for s in steps)
-                   + " rad; self_logit " + ", ".join(f"{z[s]:.2f}" for s in steps)
+                   + " rad; rms(E) / step 0's " + ", ".join(f"{e[s] / e[0]:.2f}" for s in steps)
+                   + "; self_logit " + ", ".join(f"{z[s]:.2f}" for s in steps)
                    + "; above the control's " + ", ".join(f"{z[s] - zc[s]:+.2f}" for s in steps))
     return out

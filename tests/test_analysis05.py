@@ -442,7 +442,7 @@ def turn_record(opt, arm, turn, selfl, lr=1e-3):
     """A 'turn' run with emb_turn = turn(step) and self_logit = selfl(step) logged every 10 steps to 190."""
     o = [x for g, a, x in R.plan("turn") if g == opt and a == arm][0]
     c = dataclasses.asdict(R.config_for(dict(o, lr=lr)))
-    hist = [dict(step=s, emb_turn=turn(s), self_logit=selfl(s)) for s in range(0, 200, 10)]
+    hist = [dict(step=s, emb_turn=turn(s), self_logit=selfl(s), emb_rms=0.02) for s in range(0, 200, 10)]
     return dict(id=R.run_id(opt, arm, 1), group=opt, arm=arm, seed=1, config=c, history=hist)
 
 
@@ -493,6 +493,7 @@ def test_the_committed_turn_runs_give_what_lesson05_section_10_says():
     zc = {o: A5.logged(by[o]["control"], "self_logit") for o in by}
     turn = {o: A5.logged(by[o]["logn"], "emb_turn") for o in by}
     assert all(turn["adamw"][50] > 10 * turn[o][50] for o in ("tiger", "lamb"))       # "more than ten times as far"
+    assert all(3 < turn["adamw"][190] / turn[o][190] < 5 for o in ("tiger", "lamb"))  # README: "about four times less"
     assert z["tiger"][100] < z["adamw"][100]                                             # T3's miss
     emb = {h["step"]: h["emb_rms"] for h in by["adamw"]["logn"]["history"] if "emb_rms" in h}
     assert z["adamw"][10] < 2 < 8 < z["adamw"][0] and turn["adamw"][10] < 0.05 and abs(emb[10] / emb[0] - 1) < 0.01
