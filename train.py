@@ -197,7 +197,8 @@ HELP = dict(
     dense_val_until="up to this step, a val-subset loss every log_interval steps (0: off)",
     dense_val_windows="windows of the val split in that subset (evenly spaced)",
     log_interval="steps between logged rows",
-    log_rows="also log emb_turn (E's rows' angle from their init) and self_logit (true|false)", seed="init seed, in [0, 2**63)",
+    log_rows="also log emb_turn (E's rows' angle from their init) and self_logit (true|false)",
+    seed="init seed, in [0, 2**63)",
     data_seed="batch-order seed (None: the same as seed)",
     device="auto | cpu | cuda | cuda:N | mps", dtype="auto | float32 | bfloat16 (float16 is refused: see README)",
     compile="torch.compile the model (true|false)",
@@ -605,7 +606,8 @@ def emb_turn(E, E0):
     """The mean over the rows w_i of E of their angle to their init w_i(0), in radians: atan2(|w_i x w_i(0)|,
     w_i . w_i(0)), where in d dimensions |a x b| = |a - (a . b^) b^| |b|. A relative step moves a row by at most
     lr_t |w_i| (Tiger: exactly, row by row), which turns it by at most ~lr_t radians: under Tiger the turn is at most
-    the sum of lr_t, whatever the row's size. AdamW moves each entry by ~lr: a row of rms sigma by up to ~lr / sigma."""
+    the sum of lr_t, whatever the row's size. AdamW moves each entry by ~lr: a row of rms sigma by up to ~lr / sigma.
+    (A turn alone does not lower the row's own logit: see self_logit.)"""
     E, E0 = E.detach().double(), E0.detach().double()
     u0 = E0 / E0.norm(dim=1, keepdim=True)
     perp = (E - (E * u0).sum(1, keepdim=True) * u0).norm(dim=1)  # the part of w_i off w_i(0)'s direction
@@ -615,9 +617,10 @@ def emb_turn(E, E0):
 @torch.no_grad()
 def self_logit(model, windows, autocast=nullcontext()):
     """Over every position t of the (windows, T + 1) token batches, the logit the model gives to REPEATING the input
-    token minus its mean logit, z_t[x_t] - mean_k z_t[k]. The fresh tied model scores its input token
-    w_i . w_i / sigma ~ d sigma above the rest (lesson 02: ln n for logn, d x 0.02 = 15.4 at sigma = 0.02); a
-    rotation after the norm (ortho, the control) starts it near 0."""
+    token minus its mean logit, z_t[x_t] - mean_k z_t[k]. With the branches near zero the final norm sees w_i itself,
+    and the tied head scores the input token z_ii = LN(w_i) . w_i ~ g d std(w_i) ~ d sigma above the rest (lesson 02:
+    ln n for logn, d x 0.02 = 15.4 at sigma = 0.02), whatever direction w_i points in; a rotation after the norm
+    (ortho, the control) starts it near 0."""
     was_training, total, count = model.training, 0.0, 0
     model.eval()
     for xy in windows:
@@ -686,10 +689,10 @@ def _append(history, row, path):
 def train(c, progress=True, log=print):
     """Train per Config c and return the history: a list of dicts, one per logged step, with step,
     tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms),
-    lnf_gain (the final norm's mean gain), with log_rows emb_turn and self_logit (row_stats), time, at evaluations val_loss and eval_train_loss (means over fixed
-    batches), and with dense_val_until val_subset_loss. Raises Diverged (a TrainingError, with the history so far)
-    on divergence, TrainingError on a bad checkpoint or a busy out_dir, ValueError on impossible settings.
-    The out_dir is locked for the run's life (see claim_out_dir)."""
+    lnf_gain (the final norm's mean gain), with log_rows emb_turn and self_logit (row_stats), time, at evaluations
+    val_loss and eval_train_loss (means over fixed batches), and with dense_val_until val_subset_loss. Raises Diverged
+    (a TrainingError, with the history so far) on divergence, TrainingError on a bad checkpoint or a busy out_dir,
+    ValueError on impossible settings. The out_dir is locked for the run's life (see claim_out_dir)."""
     master = int(os.environ.get("RANK", 0)) == 0
     lock = claim_out_dir(c) if master and c.out_dir else None
     try:

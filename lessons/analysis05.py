@@ -595,8 +595,8 @@ def turn_expectations(by_opt):
     if have(("tiger", "logn")):
         worst = max((logged(r, "emb_turn")[s] / b, a, s) for a, r in by_opt["tiger"].items()
                     for s, b in turn_bound(r).items())
-        out.append(("T1", worst[0] <= 1, f"under Tiger emb_turn reaches at most {worst[0]:.0%} of the sum of lr_t so far "
-                                         f"({worst[1]}, step {worst[2]}): the bound " + ("holds" if worst[0] <= 1 else "FAILS")))
+        out.append(("T1", worst[0] <= 1, f"under Tiger emb_turn reaches at most {worst[0]:.0%} of the sum of lr_t so "
+                    f"far ({worst[1]}, step {worst[2]}): the bound " + ("holds" if worst[0] <= 1 else "FAILS")))
     for name, key, sign, what in (("T2", "emb_turn", -1, "logn's emb_turn (rad)"),
                                   ("T3", "self_logit", +1, "logn's self_logit (nats)")):
         if not have(("adamw", "logn"), ("tiger", "logn"), ("lamb", "logn")):
@@ -625,9 +625,9 @@ def turn_lines(by_opt):
 
 def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
     """Described after the runs (added 2026-11-25 once they were in; no expectation rests on it): per optimizer, logn's
-    emb_turn, rms(E) against step 0's, self_logit, and its self_logit above the control's at the same step. The control has no self-logit to
-    unlearn, so its self_logit (which rises for every arm as the model learns which tokens are frequent: the input token
-    usually is one) is the baseline the excess is read against."""
+    emb_turn, rms(E) against step 0's, self_logit, and its self_logit above the control's at the same step. The control
+    has no self-logit to unlearn, so its self_logit (which rises for every arm as the model learns which tokens are
+    frequent: the input token usually is one) is the baseline the excess is read against."""
     out = []
     for opt, by in by_opt.items():
         if not ("logn" in by and "control" in by):

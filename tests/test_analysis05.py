@@ -409,7 +409,8 @@ def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
     step (the cosine still runs to 1200), same lr as sweep S chose for the committed runs; only log_rows is added."""
     import train
     runs = R.load_runs(R.committed_path("optim"))
-    made = {(r["config"]["optimizer"], r["arm"]): r for r in runs if r["seed"] == 1 and r["group"] in ("adamw", "tiger", "lamb")}
+    made = {(r["config"]["optimizer"], r["arm"]): r for r in runs
+            if r["seed"] == 1 and r["group"] in ("adamw", "tiger", "lamb")}
     plan = R.plan("turn")
     assert len(plan) == 9
     for group, arm, o in plan:
