@@ -94,8 +94,9 @@ class Config(GPTConfig):
     dense_val_until: int = 0
     dense_val_windows: int = 128
     log_interval: int = 10
-    # True: every logged row also has emb_turn and self_logit (see row_stats): how far the rows of E have turned from
-    # their init, and how much of the fresh tied model's 2-gram self-logit is left (lesson 05, section 10)
+    # True: every logged row also has emb_turn, self_logit and branch_ratio (see row_stats): how far the rows of E have
+    # turned from their init, how much of the fresh tied model's 2-gram self-logit is left, and how much the residual
+    # branches add to what the head sees (lesson 05, section 10)
     log_rows: bool = False
     seed: int = 1337  # model init (and dropout)
     data_seed: int = None  # training batches; None: same as seed. Fix it to give every run the same data
@@ -197,7 +198,7 @@ HELP = dict(
     dense_val_until="up to this step, a val-subset loss every log_interval steps (0: off)",
     dense_val_windows="windows of the val split in that subset (evenly spaced)",
     log_interval="steps between logged rows",
-    log_rows="also log emb_turn (E's rows' angle from their init) and self_logit (true|false)",
+    log_rows="also log emb_turn (E's rows' angle from their init), self_logit and branch_ratio (true|false)",
     seed="init seed, in [0, 2**63)",
     data_seed="batch-order seed (None: the same as seed)",
     device="auto | cpu | cuda | cuda:N | mps", dtype="auto | float32 | bfloat16 (float16 is refused: see README)",
@@ -633,12 +634,40 @@ def self_logit(model, windows, autocast=nullcontext()):
     return total / count
 
 
+@torch.no_grad()
+def branch_ratio(model, windows, autocast=nullcontext()):
+    """How much the residual branches add to the stream the final norm sees, against the embedding they add to:
+    rms(x_L - x_0) / rms(x_0) over every position of the windows, x_0 the input to the first block (w_i, plus a
+    learned position) and x_L the final norm's input. Near 0 the fresh model is lesson 02's 2-gram model; above 1
+    the branches dominate what the head sees. Unlike resid_rms (the branches' weights), it sees a coherent change of
+    tiny weights, which can make a large output."""
+    seen = {}
+    hook = model.transformer.ln_f.register_forward_pre_hook(lambda m, args: seen.update(x=args[0].float()))
+    was_training, added, base = model.training, 0.0, 0.0
+    model.eval()
+    try:
+        for xy in windows:
+            x = xy[:, :-1]
+            with autocast:
+                model.hidden(x)
+                x0 = model.transformer.wte(x)
+                if "wpe" in model.transformer:
+                    x0 = x0 + model.transformer.wpe(torch.arange(x.size(1), device=x.device))
+            added += (seen["x"] - x0.float()).pow(2).sum().item()
+            base += x0.float().pow(2).sum().item()
+    finally:
+        hook.remove()
+        model.train(was_training)
+    return math.sqrt(added / base)
+
+
 def row_stats(run):
-    """With log_rows: emb_turn of E from its init, and self_logit over ROW_WINDOWS fixed val windows (measured, like
-    emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by turning E's rows or not."""
-    windows = split_windows(run.val_data, run.c.block_size, run.device, run.lut, subset=ROW_WINDOWS)
+    """With log_rows: emb_turn of E from its init, and self_logit and branch_ratio over ROW_WINDOWS fixed val windows
+    (measured, like emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by what."""
+    windows = lambda: split_windows(run.val_data, run.c.block_size, run.device, run.lut, subset=ROW_WINDOWS)
     return dict(emb_turn=emb_turn(run.model.transformer.wte.weight, run.emb0),
-                self_logit=self_logit(run.model, windows, run.autocast))
+                self_logit=self_logit(run.model, windows(), run.autocast),
+                branch_ratio=branch_ratio(run.model, windows(), run.autocast))
 
 
 def catch_stop_signals():
@@ -687,11 +716,11 @@ def _append(history, row, path):
 
 
 def train(c, progress=True, log=print):
-    """Train per Config c and return the history: a list of dicts, one per logged step, with step,
-    tokens, train_loss (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms),
-    lnf_gain (the final norm's mean gain), with log_rows emb_turn and self_logit (row_stats), time, at evaluations
-    val_loss and eval_train_loss (means over fixed batches), and with dense_val_until val_subset_loss. Raises Diverged
-    (a TrainingError, with the history so far) on divergence, TrainingError on a bad checkpoint or a busy out_dir,
+    """Train per Config c and return the history: a list of dicts, one per logged step, with step, tokens, train_loss
+    (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms), lnf_gain (the final
+    norm's mean gain), with log_rows emb_turn, self_logit, branch_ratio (row_stats), time, at evaluations val_loss and
+    eval_train_loss (means over fixed batches), and with dense_val_until val_subset_loss. Raises Diverged (a
+    TrainingError, with the history so far) on divergence, TrainingError on a bad checkpoint or a busy out_dir,
     ValueError on impossible settings. The out_dir is locked for the run's life (see claim_out_dir)."""
     master = int(os.environ.get("RANK", 0)) == 0
     lock = claim_out_dir(c) if master and c.out_dir else None

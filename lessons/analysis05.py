@@ -134,6 +134,21 @@ section 8's untested reading (reproduce.py's scale 'turn'; one seed, so describe
         control's by more under Tiger and under LAMB than under AdamW.
     The reading is contradicted if T3 fails (the self-logit goes as fast under a relative step, so it can't be what
     holds logn back), and weakened if T2 fails with T3 holding (the self-logit is held, but not by the rows' turn).
+
+Added 2026-11-25 after the nine 'turn' runs were in and read (T3 failed; section 10 found that a row's turn can't lower
+its own logit), written before these three runs: what the branches add (exploratory, one seed, never a verdict)
+    The question section 10 left open: what lowers logn's self-logit, within 10 steps under AdamW and near step 100
+    under Tiger and LAMB, when E has hardly changed? Candidate: the residual branches' output. train.branch_ratio =
+    rms(x_L - x_0) / rms(x_0) at the final norm's input; resid_rms (the branches' weights) can't show a coherent change
+    of tiny weights. Runs: the three logn runs of the 'turn' plan re-made (groups '<optimizer> branches'), now with
+    branch_ratio in log_rows. Having seen the self-logit curves, we expect if the candidate is right:
+    B1. Under AdamW, logn's branch_ratio exceeds 1 by step 10 (its self-logit was 1.84 there).
+    B2. Under Tiger and under LAMB, logn's branch_ratio is below 1 at steps 10 and 50 (self-logit still above 7) and
+        above 1 at step 100 (where it had met the control's).
+    C. A check: the re-made runs' emb_turn and self_logit equal the committed ones' within 1e-6 (same config and seed;
+       the extra measurement changes no weight).
+    If B2 fails because the ratio stays below 1 through step 100, the branches are not what lowers the self-logit under
+    a relative step, and the route stays open.
 """
 
 import functools
@@ -562,11 +577,13 @@ def two_gram_first_loss(run):
 TURN_STEPS = (50, 100, 190)  # where T2 and T3 are read (log_rows' rows are measured after that step's update)
 
 
-def turn_runs(runs):
-    """The 'turn' scale's runs as {optimizer: {arm: run}} (one seed)."""
+def turn_runs(runs, branches=False):
+    """The 'turn' scale's runs as {optimizer: {arm: run}} (one seed): the first nine, or (branches=True) the three
+    re-made logn runs that also log branch_ratio."""
     out = {}
     for r in runs:
-        out.setdefault(r["config"]["optimizer"], {})[r["arm"]] = r
+        if r["group"].endswith(" branches") == branches:
+            out.setdefault(r["config"]["optimizer"], {})[r["arm"]] = r
     return out
 
 

@@ -8,8 +8,8 @@ The convergence experiment behind lesson 04: every head, same data, same batches
                                         # workers on 2 idle cores; lesson 04 prints the measured median)
     python lessons/reproduce.py optim   # lesson 05's campaign: d768 under AdamW, Tiger and LAMB (its plan and rules
                                         # are in lessons/analysis05.py; ~65 runs, days on 2 cores)
-    python lessons/reproduce.py turn    # lesson 05 section 10: 9 runs of its first 200 steps with log_rows
-                                        # (~5 min each with two workers)
+    python lessons/reproduce.py turn    # lesson 05 section 10: 12 runs of its first 200 steps with log_rows
+                                        # (~6 min each with two workers)
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
@@ -169,9 +169,11 @@ def plan(scale, runs=()):
     if scale == "turn":  # after the optim campaign, exploratory (analysis05's docstring): the first 200 of its steps
         # (the same schedule: its cosine still runs to step 1200) with log_rows, seed 1, at the campaign's lrs
         lrs = dict(adamw=OPTIM_ADAMW_LR, tiger=TURN_LR, lamb=TURN_LR)
-        return [(opt, a, {**OPTIM, "emb_std": 0.02, **ARMS[a], "seed": 1, "optimizer": opt, "lr": lr, "dtype": "float32",
+        runs = [(opt, a, {**OPTIM, "emb_std": 0.02, **ARMS[a], "seed": 1, "optimizer": opt, "lr": lr, "dtype": "float32",
                           "max_iters": 200, "lr_decay_iters": OPTIM["max_iters"], "log_rows": True})
                 for opt, lr in lrs.items() for a in ("logn", "control", "ortho")]
+        # then logn again per optimizer, the same run, now that log_rows also logs branch_ratio (section 10's question)
+        return runs + [(f"{g} branches", a, o) for g, a, o in runs if a == "logn"]
     if scale == "live":
         main = dict(BASE, n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
         return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]

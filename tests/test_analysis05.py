@@ -412,8 +412,9 @@ def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
     made = {(r["config"]["optimizer"], r["arm"]): r for r in runs
             if r["seed"] == 1 and r["group"] in ("adamw", "tiger", "lamb")}
     plan = R.plan("turn")
-    assert len(plan) == 9
-    for group, arm, o in plan:
+    assert len(plan) == 12 and [o for g, a, o in plan if g.endswith(" branches")] == [o for g, a, o in plan[:9]
+                                                                                   if a == "logn"]  # re-made logn
+    for group, arm, o in plan[:9]:
         c, twin = R.config_for(o), made[(group, arm)]
         assert c.log_rows and c.max_iters == 200 and c.lr == twin["config"]["lr"]
         mine = dataclasses.asdict(c)

@@ -245,7 +245,7 @@ def test_under_tiger_no_row_turns_faster_than_the_relative_steps_budget(data_dir
     budget = 0.0
     for s in range(12):
         budget += r[s]["lr"]  # the row of step s is measured after that step's update
-        assert 0 < r[s]["emb_turn"] <= budget
+        assert 0 < r[s]["emb_turn"] <= budget and r[s]["branch_ratio"] >= 0
     assert r[11]["emb_turn"] > 0.3 * budget  # and it does turn: the bound is not vacuous
     assert r[0]["self_logit"] > 2
 
@@ -267,3 +267,20 @@ def test_turning_the_rows_of_a_fresh_tied_model_leaves_its_self_logit():
         E.copy_(new / new.norm(dim=1, keepdim=True) * E0.norm(dim=1, keepdim=True))
     assert emb_turn(E, E0) > 1.4  # ~pi/2: every row turned
     assert self_logit(model, x) == pytest.approx(before, rel=0.05) and before == pytest.approx(math.log(500), rel=0.05)
+
+
+def test_branch_ratio_is_zero_for_the_2_gram_model_and_large_for_nanogpts_init():
+    """branch_ratio: what the residual branches add to the final norm's input, against the embedding. Exactly 0 with
+    zero-initialised branches (the fresh model IS the 2-gram model); with nanoGPT's init (every branch weight at std
+    0.02, its last layer at 0.02 / sqrt(2L)) and logn's small embedding, they already dominate at step 0, as issue 20's
+    pilot found."""
+    from tiedgpt import GPT, GPTConfig
+    from train import branch_ratio
+    x = [torch.randint(0, 500, (4, 33))]
+    ratios = {}
+    for zero in (True, False):
+        torch.manual_seed(0)
+        cfg = GPTConfig(head="logn", vocab_size=500, n_embd=256, n_head=4, n_layer=2, block_size=32,
+                        zero_init_residual=zero)  # logn's sigma = ln(500) / 256 = 0.024
+        ratios[zero] = branch_ratio(GPT(cfg), x)
+    assert ratios[True] == 0.0 and ratios[False] > 1
