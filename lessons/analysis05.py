@@ -149,6 +149,10 @@ its own logit), written before these three runs: what the branches add (explorat
        the extra measurement changes no weight).
     If B2 fails because the ratio stays below 1 through step 100, the branches are not what lowers the self-logit under
     a relative step, and the route stays open.
+    A first attempt (commit 211012c) lost branch_ratio from its records: reproduce.KEEP lacked it (fixed and tested).
+    Of it we saw only logn's branch_ratio at steps 0-20 while it ran (adamw 0.45 at step 0; tiger 0.21 at step 0;
+    lamb 0.21, 0.21, 0.23 at steps 0, 10, 20), and check C on its two finished records (emb_turn and self_logit
+    equal to the committed runs' exactly). The three runs were re-made at the commit with the fix; nothing above changed.
 """
 
 import functools
@@ -656,3 +660,43 @@ def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
                    + "; self_logit " + ", ".join(f"{z[s]:.2f}" for s in steps)
                    + "; above the control's " + ", ".join(f"{z[s] - zc[s]:+.2f}" for s in steps))
     return out
+
+
+BRANCH_STEPS = (0, 10, 50, 100, 190)
+
+
+def branch_expectations(branches, turn):
+    """B1, B2 and check C (docstring) held against the re-made logn runs `branches` and the first nine `turn` (both
+    {optimizer: {arm: run}}): [(name, held or None where runs are missing, what was found)]."""
+    have = [o for o in ("adamw", "tiger", "lamb") if "logn" in branches.get(o, {})]
+    ratio = {o: logged(branches[o]["logn"], "branch_ratio") for o in have}
+    out = []
+    if "adamw" in ratio:
+        out.append(("B1", ratio["adamw"][10] > 1, f"adamw: logn's branch_ratio at step 10 is {ratio['adamw'][10]:.2f}"))
+    else:
+        out.append(("B1", None, "runs missing"))
+    rel = [o for o in ("tiger", "lamb") if o in ratio]
+    if len(rel) == 2:
+        ok = all(ratio[o][10] < 1 and ratio[o][50] < 1 and ratio[o][100] > 1 for o in rel)
+        out.append(("B2", ok, "; ".join(f"{o}: at steps 10, 50, 100 " + ", ".join(f"{ratio[o][s]:.2f}" for s in (10, 50, 100))
+                                        for o in rel)))
+    else:
+        out.append(("B2", None, "runs missing"))
+    if have:
+        worst = max(abs(logged(branches[o]["logn"], k)[s] - v) for o in have for k in ("emb_turn", "self_logit")
+                    for s, v in logged(turn[o]["logn"], k).items())
+        out.append(("C", worst <= 1e-6, f"the re-made runs' emb_turn and self_logit differ from the committed ones' by at "
+                                        f"most {worst:.1e}"))
+    return out
+
+
+def branch_lines(branches, turn):
+    """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS."""
+    word = {True: "as expected", False: "NOT as expected", None: "pending"}
+    lines = [f"{n} {word[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
+    for o, by in branches.items():
+        b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
+        lines.append(f"  {o:5} logn at steps {', '.join(map(str, BRANCH_STEPS))}: branch_ratio "
+                     + ", ".join(f"{b[s]:.2f}" for s in BRANCH_STEPS) + "; self_logit "
+                     + ", ".join(f"{z[s]:.2f}" for s in BRANCH_STEPS))
+    return lines

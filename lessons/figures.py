@@ -104,6 +104,19 @@ def turns(ax_turn, ax_self, by_opt, bound=None):
     ax_self.axhline(0, color="k", lw=0.8)
 
 
+def branches(ax, by_opt):
+    """Lesson 05 section 10: logn's branch_ratio (what the residual branches add to the final norm's input, against the
+    embedding) per optimizer, one seed, on a log axis with the level 1 where the branches start to dominate."""
+    for opt, by in by_opt.items():
+        s = [h["step"] for h in by["logn"]["history"] if "branch_ratio" in h]
+        v = [h["branch_ratio"] for h in by["logn"]["history"] if "branch_ratio" in h]
+        ax.plot(s, v, color=COLORS["logn"], ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"logn, {opt}")
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set(title="what the branches add to the final norm's input", xlabel="step", yscale="log",
+           ylabel="rms(x_L - x_0) / rms(x_0)")
+    ax.legend(fontsize=8)
+
+
 def legend_outside(ax, title=None):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title=title, title_fontsize=8)
 

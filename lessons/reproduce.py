@@ -68,7 +68,7 @@ ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
 SEEDS = [1, 2, 3]
 SCALES = ("live", "full", "gpt2", "d768", "optim", "turn")
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
-        "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit")
+        "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio")
 
 # Shared settings of the older scales. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare
 # uses (n = 11,706, ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.

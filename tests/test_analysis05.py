@@ -2,6 +2,7 @@
 sweep S: which learning rate?) follow their pre-registered rules, and the plan grows only as they are made.
 
 Every "run" here is a dict shaped like reproduce.py's records; nothing is trained."""
+import copy
 import dataclasses
 import math
 import os
@@ -502,3 +503,25 @@ def test_the_committed_turn_runs_give_what_lesson05_section_10_says():
     for o in ("tiger", "lamb"):
         assert z[o][50] > 7 and abs(z[o][100] - zc[o][100]) < 1 and z[o][190] - zc[o][190] > 2  # held, met, climbed
     assert z["adamw"][190] - zc["adamw"][190] < 1
+
+
+def test_the_branch_expectations_follow_their_written_rules():
+    """B1-B2 and check C on planted runs: AdamW's branches dominate at once, the relative optimizers' cross 1 between
+    steps 50 and 100; then a planted miss of each, and a re-made run that drifted from its committed twin."""
+    turn = turn_set()
+
+    def planted(cross_at, drift=0.0):
+        by = {}
+        for opt, at in cross_at.items():
+            r = copy.deepcopy(turn[opt]["logn"])
+            for h in r["history"]:
+                h["branch_ratio"] = 2.0 if h["step"] >= at else 0.1
+                h["self_logit"] += drift
+            by[opt] = {"logn": r}
+        return by
+    held = lambda by: {n: ok for n, ok, _ in A5.branch_expectations(by, turn)}
+    assert held(planted(dict(adamw=10, tiger=80, lamb=100))) == dict(B1=True, B2=True, C=True)
+    assert held(planted(dict(adamw=20, tiger=80, lamb=100)))["B1"] is False
+    assert held(planted(dict(adamw=10, tiger=150, lamb=100)))["B2"] is False   # the ratio stays below 1 at step 100
+    assert held(planted(dict(adamw=10, tiger=80, lamb=100), drift=1e-3))["C"] is False
+    assert held({}) == dict(B1=None, B2=None)

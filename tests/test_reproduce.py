@@ -253,3 +253,18 @@ def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, 
     assert A.compare([A.best(bad) - A.best(good)] * 3)["word"] == "invalid (non-finite loss)"
     assert A5.pick_lr({1e-3: 5.0, 3e-3: bad["best_val"], 1e-2: 5.1, 3e-2: 5.2})["lr"] != 3e-3
     assert not (tmp_path / "ckpt" / R._file_name(bad["id"])[:-len(".json")]).exists()  # its checkpoint went too
+
+
+def test_a_record_keeps_every_quantity_the_run_logged(tiny_data, tmp_path, monkeypatch):
+    """A run's record keeps only the history keys in KEEP (the JSON stays small). A quantity train.py logs but KEEP
+    lacks is lost when the run's checkpoint folder is removed: lesson 05's first branch_ratio runs lost it that way."""
+    tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
+                sample_tokens=0, log_interval=2, max_iters=4, eval_interval=2, out_dir="", seed=1, vocab="corpus",
+                dense_val_until=4, log_rows=True, optimizer="tiger", lr=1e-2)
+    monkeypatch.setattr(R, "plan", lambda scale, runs=(): [("g", "logn", dict(tiny, head="logn"))])
+    from train import train
+    logged = {k for row in train(R.config_for(dict(tiny, head="logn")), progress=False, log=lambda *a: None)
+              for k in row} - {"tokens_per_s", "time"}  # machine speed: not kept on purpose
+    R.main("live", out=str(tmp_path / "runs"), log=lambda *a: None)
+    kept = {k for h in R.load_runs(str(tmp_path / "runs"))[0]["history"] for k in h}
+    assert logged - kept == set()
