@@ -691,12 +691,16 @@ def branch_expectations(branches, turn):
 
 
 def branch_lines(branches, turn):
-    """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS."""
+    """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, and the
+    logged steps where the ratio first exceeds 1 and where it is largest."""
     word = {True: "as expected", False: "NOT as expected", None: "pending"}
     lines = [f"{n} {word[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
     for o, by in branches.items():
         b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
+        cross = next((s for s in sorted(b) if b[s] > 1), None)
+        peak = max(b, key=b.get)
         lines.append(f"  {o:5} logn at steps {', '.join(map(str, BRANCH_STEPS))}: branch_ratio "
                      + ", ".join(f"{b[s]:.2f}" for s in BRANCH_STEPS) + "; self_logit "
-                     + ", ".join(f"{z[s]:.2f}" for s in BRANCH_STEPS))
+                     + ", ".join(f"{z[s]:.2f}" for s in BRANCH_STEPS)
+                     + f"; the ratio first above 1 at step {cross}, largest at step {peak} ({b[peak]:.2f})")
     return lines

@@ -525,3 +525,19 @@ def test_the_branch_expectations_follow_their_written_rules():
     assert held(planted(dict(adamw=10, tiger=150, lamb=100)))["B2"] is False   # the ratio stays below 1 at step 100
     assert held(planted(dict(adamw=10, tiger=80, lamb=100), drift=1e-3))["C"] is False
     assert held({}) == dict(B1=None, B2=None)
+
+
+def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
+    """The 'what the branches add' reading and README's sentence, pinned to the three re-made logn runs."""
+    runs = R.load_runs(R.committed_path("turn"))
+    branches, turn = A5.turn_runs(runs, branches=True), A5.turn_runs(runs)
+    assert {n: ok for n, ok, _ in A5.branch_expectations(branches, turn)} == dict(B1=True, B2=True, C=True)
+    b = {o: A5.logged(branches[o]["logn"], "branch_ratio") for o in branches}
+    z = {o: A5.logged(branches[o]["logn"], "self_logit") for o in branches}
+    assert 12 < b["adamw"][10] < 14 and z["adamw"][10] < 2                               # "13 times it by step 10"
+    first = {o: next(s for s in sorted(b[o]) if b[o][s] > 1) for o in b}
+    assert first == dict(adamw=10, tiger=70, lamb=60)
+    for o in ("tiger", "lamb"):
+        peak = max(b[o], key=b[o].get)
+        assert 90 <= peak <= 130 and 3 <= b[o][190] <= 4.1 and z[o][190] > z[o][peak] + 2  # peaks, falls back; climbs
+        assert b[o][50] < 1 and z[o][50] > 7 and b[o][100] > 5
