@@ -293,6 +293,12 @@ def provenance_lines(runs, commit=PREREGISTERED_AT):
     return [line] + ([f"  made elsewhere: {', '.join(other)}"] if other else [])
 
 
+def run_config(run):
+    """The train.Config a committed run was made with, from its record (keys a later Config lacks are left out)."""
+    from train import Config
+    return Config(**{k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__})
+
+
 def schedule(config):
     """The learning rate at every step of a run's schedule (train.lr_at)."""
     from train import lr_at
@@ -346,15 +352,14 @@ def mechanism_lines(name, by_arm, ratio):
     g d rms(E) first reaches ortho's (the sigma = 0.02 head without a self-logit), each beside the earliest step a
     relative optimizer's budget allows (`ratio` = 0.02 d / ln n; steps_to_budget, logit_scale_budget); its gain g and
     how far its branches grew by the end. Reporting only."""
-    from train import Config
     logn = by_arm.get("logn")
     if not logn:
         return []
     bad = sorted(s for s, r in logn.items() if r.get("diverged_at_step") is not None)
     if bad:  # its sizes stop where it diverged: a mean over seeds would mix lengths
         return [f"{name}: logn diverged (seed {', '.join(map(str, bad))}): no reading of its sizes"]
-    c = next(iter(logn.values()))["config"]
-    cfg = Config(**{k: v for k, v in c.items() if k in Config.__dataclass_fields__})
+    first = next(iter(logn.values()))
+    c, cfg = first["config"], run_config(first)
     relative = c.get("optimizer", "adamw") in RELATIVE
 
     def bound(total):
@@ -434,12 +439,11 @@ def differs(claims_):
 def sweep_lines(runs):
     """Sweep S as printable lines: per relative optimizer, each lr's best val loss of tied, the schedule's budget, how
     far the residual branches and the embedding grew, and the lr the rule chose."""
-    from train import Config
     out = []
     for opt in RELATIVE:
         rs = sorted((r for r in runs if r["group"].startswith(f"sweep {opt} ")), key=lambda r: r["config"]["lr"])
         for r in rs:
-            c = Config(**{k: v for k, v in r["config"].items() if k in Config.__dataclass_fields__})
+            c = run_config(r)
             head = (f"  {opt:5} lr {c.lr:<7g} best val {r['best_val']:.3f}   sum lr_t {budget(c):5.2f} (norms can grow "
                     f"<= {math.exp(budget(c)):8.3g}x)")
             if r.get("diverged_at_step") is not None:  # its sizes stop where it diverged: say so, don't read them
@@ -598,13 +602,8 @@ def logged(run, key):
 
 def turn_bound(run):
     """{step: sum of lr_t over steps 0..step}: Tiger's bound on emb_turn at each logged row (T1)."""
-    done = np.cumsum(schedule(_config(run)))
+    done = np.cumsum(schedule(run_config(run)))
     return {s: float(done[s]) for s in logged(run, "emb_turn")}
-
-
-def _config(run):
-    from train import Config
-    return Config(**{k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__})
 
 
 def turn_expectations(by_opt):
@@ -638,10 +637,12 @@ def turn_expectations(by_opt):
     return out
 
 
+EXPECTED = {True: "as expected", False: "NOT as expected", None: "pending"}  # section 10's words: never a verdict
+
+
 def turn_lines(by_opt):
     """Section 10's printout: each expectation, what was found, and whether it held (never a verdict: one seed)."""
-    word = {True: "as expected", False: "NOT as expected", None: "pending"}
-    return [f"{name} {word[held]}: {found}" for name, held, found in turn_expectations(by_opt)]
+    return [f"{name} {EXPECTED[held]}: {found}" for name, held, found in turn_expectations(by_opt)]
 
 
 def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
@@ -693,8 +694,7 @@ def branch_expectations(branches, turn):
 def branch_lines(branches, turn):
     """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, and the
     logged steps where the ratio first exceeds 1 and where it is largest."""
-    word = {True: "as expected", False: "NOT as expected", None: "pending"}
-    lines = [f"{n} {word[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
+    lines = [f"{n} {EXPECTED[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
     for o, by in branches.items():
         b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
         cross = next((s for s in sorted(b) if b[s] > 1), None)

@@ -83,6 +83,12 @@ def sizes(ax, by, key, title, ylabel, transform=None, log=False):
 OPT_STYLES = {"adamw": "-", "tiger": "--", "lamb": ":"}
 
 
+def _logged(run, key):
+    """(steps, values) of the history rows of one run that logged `key`."""
+    rows = [h for h in run["history"] if key in h]
+    return [h["step"] for h in rows], [h[key] for h in rows]
+
+
 def turns(ax_turn, ax_self, by_opt, bound=None):
     """Lesson 05 section 10 (one seed): emb_turn, the mean angle of E's rows from their init, and self_logit, the logit
     for repeating the input token above the mean, over the first 200 steps; colour = arm, line style = optimizer.
@@ -90,9 +96,7 @@ def turns(ax_turn, ax_self, by_opt, bound=None):
     for opt, by in by_opt.items():
         for a in _arms(by):
             for ax, key in ((ax_turn, "emb_turn"), (ax_self, "self_logit")):
-                s = [h["step"] for h in by[a]["history"] if key in h]
-                v = [h[key] for h in by[a]["history"] if key in h]
-                ax.plot(s, v, color=COLORS.get(a, "gray"), ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"{a}, {opt}")
+                ax.plot(*_logged(by[a], key), color=COLORS.get(a, "gray"), ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"{a}, {opt}")
     if bound:
         line, = ax_turn.plot(list(bound), list(bound.values()), color="gray", lw=3, alpha=0.4,
                              label="Tiger's bound: sum of lr_t")
@@ -108,9 +112,7 @@ def branches(ax, by_opt):
     """Lesson 05 section 10: logn's branch_ratio (what the residual branches add to the final norm's input, against the
     embedding) per optimizer, one seed, on a log axis with the level 1 where the branches start to dominate."""
     for opt, by in by_opt.items():
-        s = [h["step"] for h in by["logn"]["history"] if "branch_ratio" in h]
-        v = [h["branch_ratio"] for h in by["logn"]["history"] if "branch_ratio" in h]
-        ax.plot(s, v, color=COLORS["logn"], ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"logn, {opt}")
+        ax.plot(*_logged(by["logn"], "branch_ratio"), color=COLORS["logn"], ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"logn, {opt}")
     ax.axhline(1, color="k", lw=0.8)
     ax.set(title="what the branches add to the final norm's input", xlabel="step", yscale="log",
            ylabel="rms(x_L - x_0) / rms(x_0)")
