@@ -693,7 +693,8 @@ def branch_expectations(branches, turn):
 
 def branch_lines(branches, turn):
     """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, and the
-    logged steps where the ratio first exceeds 1 and where it is largest."""
+    logged steps where the ratio first exceeds 1 and where it is largest (those two added after the runs were in,
+    2026-11-26: described, no expectation rests on them)."""
     lines = [f"{n} {EXPECTED[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
     for o, by in branches.items():
         b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
