@@ -146,7 +146,7 @@ def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypa
     lr = R.optim_decisions(runs)["lr"]
     assert len(runs) > 20 and None not in lr.values()
     monkeypatch.setenv("TIEDGPT_LESSON_FAST", "1")
-    path = os.path.join(ROOT, "lessons", "05_the_optimizer_decides.ipynb")
+    path = os.path.join(ROOT, "lessons", "appendix_b_the_optimizer_campaign.ipynb")
     nb = nbformat.read(path, as_version=4)
     patch = ("import reproduce as _R\n_committed = _R.committed_path\n"
              f"_R.committed_path = lambda s: {str(tmp_path)!r} if s == 'optim' else _committed(s)")
