@@ -13,15 +13,32 @@ The optimizers train.py can use (--optimizer=adamw|tiger|lamb), and why the choi
            trust ratio): RELATIVE too, per tensor.
 
 Under a relative step a small init stays small for ~ 1 / lr steps, and the tied head's logit scale (~ d sigma)
-with it; under AdamW it does not. That is the difference lesson 05 measures.
+with it; under AdamW it does not. Appendix B measures what each optimizer does to the post's claims; whether the
+relativity itself is what matters (rather than the lr, decay, betas or clipping that come with each optimizer) is
+what the ABSOLUTE TWINS below test (lessons/cause.py):
+
+    relative='none'  the same rule with each weight's RMS replaced by a scale FROZEN at the first step (the weight's
+                     RMS then; for the token embedding 0.02, the sigma = 0.02 arms' init), so a sigma = 0.02 model
+                     takes exactly the relative optimizer's first step, and only the relativity differs after.
+                     Tiger's twin is essentially Lion's update (Chen et al. 2023, "Symbolic Discovery of Optimization
+                     Algorithms") with one beta; LAMB's twin is AdamW with LAMB's betas, eps and decay.
+    relative='embedding' / 'body' (Tiger only): relative steps on the token embedding only, or on every other
+                     matrix only; the rest takes the twin's frozen-scale step.
+
+train.py clips the gradient's global norm to grad_clip (1.0 by default) before EVERY optimizer's step, Tiger's and
+LAMB's included (logged grad_norm: tens, so the clip is active at every step); neither reference clips. Tiger's sign
+does not see the gradient's scale, but its momentum then averages unit-norm gradients.
 
 Both relative optimizers are written here (about 20 lines each) rather than taken from a library:
 - Tiger's reference is TensorFlow; no maintained PyTorch package implements its per-row rule for embeddings.
 - pytorch-optimizer 4.1.0's `Lamb` (read and measured before writing this) differs from Algorithm 2 in its
   defaults: it clamps |W| at 10 (class attribute `clamp`), which at d = 768 turns the embedding's relative step
   (|E| ~ 37-60) back into an absolute one; it decays weights outside the trust ratio (weight_decouple=True);
-  and it bias-corrects outside the ratio, so the decay's weight inside r + lambda W differs. Three defaults to
-  override, each a place to go wrong, against 20 lines that state the paper's rule line by line.
+  and it bias-corrects outside the ratio: its step_size = lr / (1 - beta1^t) multiplies the already-normalised
+  step, so the first steps are larger than lr * |W| (measured by an independent review at lr 1e-3, t = 1, 2, 3:
+  relative steps of the clamped embedding 2.7e-3, 1.4e-3, 1.0e-3; of a 768 x 768 matrix 6.5e-3, 3.4e-3, 2.4e-3;
+  this file's 1.0e-3 each). Defaults to override, each a place to go wrong, against 20 lines that state the
+  paper's rule line by line.
 """
 
 import math
@@ -36,6 +53,8 @@ TIGER_BETA = 0.965
 LAMB_BETAS = (0.9, 0.999)
 LAMB_EPS = 1e-6
 DEFAULT_WEIGHT_DECAY = dict(adamw=0.1, tiger=0.01, lamb=0.01)  # adamw: nanoGPT's 0.1
+RELATIVE = ("all", "embedding", "body", "none")  # Config.relative: which weights step relative to their size
+TWIN_EMB_SCALE = 0.02  # the absolute twins' step scale for the token embedding: the sigma = 0.02 arms' init RMS
 
 
 class Tiger(torch.optim.Optimizer):
@@ -57,12 +76,17 @@ class Tiger(torch.optim.Optimizer):
 
     Left out of the reference: gradient accumulation (grad_accum_steps; train.py has none) and its NaN guard (a
     non-finite gradient shrinks the weights by 0.99 instead of updating): train.py stops on a non-finite loss.
+    Added to it: train.py clips the gradient norm before the step (the reference does not; see the module docstring).
+
+    The absolute twin (a group with relative=False): step_size = lr * s, with s frozen at the first step (the group's
+    `scale` if given, else the tensor's RMS then), for 'rows' and 'matrix' alike; 'vector' is unchanged (absolute).
     """
 
     def __init__(self, params, lr=1e-3, beta=TIGER_BETA, weight_decay=0.01):
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Tiger's beta must be in [0, 1), got {beta}")
-        super().__init__(params, dict(lr=lr, beta=beta, weight_decay=weight_decay, kind="matrix"))
+        super().__init__(params, dict(lr=lr, beta=beta, weight_decay=weight_decay, kind="matrix", relative=True,
+                                      scale=None))
         for group in self.param_groups:
             if group["kind"] not in ("matrix", "rows", "vector"):
                 raise ValueError(f"Tiger's group kind must be matrix, rows or vector, got {group['kind']!r}")
@@ -83,7 +107,9 @@ class Tiger(torch.optim.Optimizer):
                     p.add_(m.sign(), alpha=-lr * 0.5)
                     continue
                 wd = group["weight_decay"]
-                if kind == "rows":  # (n, 1): each row's RMS
+                if not group.get("relative", True):  # the absolute twin: a scale frozen at the first step
+                    step_size = lr * frozen_scale(state, p, group.get("scale"))
+                elif kind == "rows":  # (n, 1): each row's RMS
                     step_size = lr * torch.linalg.vector_norm(p, dim=-1, keepdim=True) / math.sqrt(p.size(-1))
                 else:
                     step_size = lr * torch.linalg.vector_norm(p) / math.sqrt(p.numel())
@@ -105,12 +131,20 @@ class Lamb(torch.optim.Optimizer):
     tensor, the norms' gains included, as Algorithm 2 is printed; BERT's TensorFlow LAMB instead exempts LayerNorm
     and bias variables from it (exclude_from_layer_adaptation), so there they take Adam's absolute step. For the
     tied head the final norm's gain is the other factor of the logit scale (lesson 05), so the choice matters.
+    The trust ratio bounds each TENSOR's change; one row of E can grow or turn by more than lr_t of its own size.
+    Added to Algorithm 2: train.py clips the gradient norm before the step (see the module docstring).
+
+    The absolute twin (a group with relative=False): W <- W - lr * s * r, s frozen at the first step (the group's
+    `scale` if given, else the tensor's RMS then). That is AdamW (decoupled decay: lr s wd W) at lr s with LAMB's
+    betas and eps. At t = 1, r ~ sign(g) entrywise (|r| ~ sqrt(numel), up to eps and the decay), so LAMB's step
+    lr |W| / |r| * r ~ lr RMS(W) * r is the twin's: the first steps agree, and only the relativity differs after.
     """
 
     def __init__(self, params, lr=1e-3, betas=LAMB_BETAS, eps=LAMB_EPS, weight_decay=0.01):
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"LAMB's betas must be in [0, 1), got {betas}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, relative=True,
+                                      scale=None))
 
     @torch.no_grad()
     def step(self):
@@ -130,9 +164,21 @@ class Lamb(torch.optim.Optimizer):
                 r = v.sqrt().div_(math.sqrt(1 - b2 ** t)).add_(eps).reciprocal_().mul_(m).div_(1 - b1 ** t)
                 if wd:
                     r.add_(p, alpha=wd)
+                if not group.get("relative", True):  # the absolute twin: AdamW at lr * s
+                    p.sub_(r.mul_(group["lr"] * frozen_scale(state, p, group.get("scale"))))
+                    continue
                 w_norm, r_norm = p.norm(), r.norm()
                 ratio = torch.where((w_norm > 0) & (r_norm > 0), w_norm / r_norm, torch.ones_like(w_norm))
                 p.sub_(r.mul_(group["lr"] * ratio))
+
+
+def frozen_scale(state, p, scale=None):
+    """The absolute twins' scale s of tensor p: `scale` if given, else RMS(p) at the first call (the first step, so
+    the init's RMS), kept in the optimizer's state so that a resumed run steps by the same s."""
+    if "scale" not in state:
+        rms = torch.linalg.vector_norm(p) / math.sqrt(p.numel())
+        state["scale"] = torch.full((), scale, device=p.device) if scale is not None else rms
+    return state["scale"]
 
 
 def make_optimizer(model, c):
@@ -142,17 +188,27 @@ def make_optimizer(model, c):
     params = [p for p in model.parameters() if p.requires_grad]
     matrices, vectors = [p for p in params if p.dim() >= 2], [p for p in params if p.dim() < 2]
     wd = DEFAULT_WEIGHT_DECAY[c.optimizer] if c.weight_decay is None else c.weight_decay
+    # the token embedding (tied: also the output head) and a learned position table: Tiger moves them row by row
+    tables = [model.transformer.wte.weight] + ([model.transformer.wpe.weight] if "wpe" in model.transformer else [])
+    rows = [p for p in matrices if any(p is t for t in tables)]
+    rest = [p for p in matrices if not any(p is t for t in tables)]
+    # c.relative: which of them step relative to their own size ('all': the optimizer as published); the others take
+    # the absolute twin's step, whose scale for the tables is TWIN_EMB_SCALE and for every other tensor its init RMS
+    emb_rel, body_rel = c.relative in ("all", "embedding"), c.relative in ("all", "body")
+    emb_scale = None if emb_rel else TWIN_EMB_SCALE
     if c.optimizer == "tiger":
-        # the token embedding (tied: also the output head) and a learned position table move row by row
-        tables = [model.transformer.wte.weight] + ([model.transformer.wpe.weight] if "wpe" in model.transformer else [])
-        rows = [p for p in matrices if any(p is t for t in tables)]
-        rest = [p for p in matrices if not any(p is t for t in tables)]
-        groups = [dict(params=rows, kind="rows", weight_decay=wd), dict(params=rest, kind="matrix", weight_decay=wd),
+        groups = [dict(params=rows, kind="rows", weight_decay=wd, relative=emb_rel, scale=emb_scale),
+                  dict(params=rest, kind="matrix", weight_decay=wd, relative=body_rel),
                   dict(params=vectors, kind="vector", weight_decay=0.0)]
         return Tiger([g for g in groups if g["params"]], lr=c.lr)
+    if c.optimizer == "lamb" and c.relative == "all":  # as published: every tensor by its own trust ratio
+        return Lamb([dict(params=matrices, weight_decay=wd), dict(params=vectors, weight_decay=0.0)], lr=c.lr)
+    if c.optimizer == "lamb":  # the twin, relative='none' (Config refuses 'embedding' and 'body' for LAMB)
+        groups = [dict(params=rows, weight_decay=wd, relative=emb_rel, scale=emb_scale),
+                  dict(params=rest, weight_decay=wd, relative=body_rel),
+                  dict(params=vectors, weight_decay=0.0, relative=body_rel)]
+        return Lamb([g for g in groups if g["params"]], lr=c.lr)
     groups = [dict(params=matrices, weight_decay=wd), dict(params=vectors, weight_decay=0.0)]
-    if c.optimizer == "lamb":
-        return Lamb(groups, lr=c.lr)
     # AdamW, fused: one kernel per tensor updates p, m and v in a single pass (on a 2-core CPU ~4x faster than the
     # foreach implementation over the 12.9M-entry embedding); same update within float rounding
     on_mps = any(p.device.type == "mps" for p in params)  # keep Apple GPUs on the long-supported foreach path

@@ -43,7 +43,7 @@ from tqdm.auto import tqdm
 
 from checkpoint import MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, save_checkpoint
 from data.prepare import ensure_prepared, get_encoding, load_split
-from optim import OPTIMIZERS, make_optimizer
+from optim import OPTIMIZERS, RELATIVE, make_optimizer
 from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
 
 # Under Tiger the residual branches start at N(0, TIGER_RESIDUAL_STD^2) instead of exactly 0 (see Config); small
@@ -75,6 +75,9 @@ class Config(GPTConfig):
     warmup_iters: int = 20
     lr_decay_iters: int = None  # None: max_iters
     weight_decay: float = None  # None: the optimizer's own (adamw 0.1 as nanoGPT; tiger and lamb 0.01, their references')
+    # which weights tiger and lamb step relative to their own size: 'all' (the optimizers as published), 'none' (their
+    # absolute twins: a step scale frozen at the first step), 'embedding' or 'body' (tiger only): see optim.py
+    relative: str = "all"
     beta1: float = 0.9  # AdamW's betas (Tiger and LAMB use their references' constants: optim.py)
     beta2: float = 0.95
     grad_clip: float = 1.0  # 0 disables clipping
@@ -122,6 +125,12 @@ class Config(GPTConfig):
                 raise ValueError(f"{f.name} must be a finite number, got {v}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
+        if self.relative not in RELATIVE:
+            raise ValueError(f"relative must be one of {', '.join(RELATIVE)}, got {self.relative!r}")
+        if self.relative != "all" and (self.optimizer == "adamw" or
+                                       (self.optimizer == "lamb" and self.relative != "none")):
+            raise ValueError(f"relative={self.relative} is not defined for optimizer={self.optimizer} (adamw's step is "
+                             "already absolute; lamb takes all or none, tiger any of all, embedding, body, none)")
         if self.optimizer == "tiger" and self.zero_init_residual:
             # Tiger steps each matrix by lr * RMS(matrix): exact zeros (RMS 0) would never move, and the blocks
             # would stay the identity for ever. Near-zero branches keep the fresh model the 2-gram model.
@@ -189,6 +198,7 @@ HELP = dict(
     warmup_iters="linear warmup steps", lr_decay_iters="steps of the cosine decay (None: max_iters)",
     optimizer="adamw (absolute steps) | tiger | lamb (steps relative to each weight's size; see optim.py)",
     weight_decay="weight decay of matrices (>= 0; None: adamw 0.1, tiger and lamb 0.01)",
+    relative="tiger/lamb: which weights step relative to their size: all | none (absolute twin) | embedding | body",
     beta1="AdamW beta1 in [0, 1)", beta2="AdamW beta2 in [0, 1)",
     residual_std="with zero_init_residual: init std of the branches' last layers (None or 0: exactly 0; tiger: 1e-4)",
     grad_clip="clip the gradient norm to this (0: off)",
@@ -198,7 +208,7 @@ HELP = dict(
     dense_val_until="up to this step, a val-subset loss every log_interval steps (0: off)",
     dense_val_windows="windows of the val split in that subset (evenly spaced)",
     log_interval="steps between logged rows",
-    log_rows="also log emb_turn (E's rows' angle from their init), self_logit and branch_ratio (true|false)",
+    log_rows="also log emb_turn (E's rows' angle from their init), self_logit, branch_ratio and head_scale (true|false)",
     seed="init seed, in [0, 2**63)",
     data_seed="batch-order seed (None: the same as seed)",
     device="auto | cpu | cuda | cuda:N | mps", dtype="auto | float32 | bfloat16 (float16 is refused: see README)",
@@ -661,13 +671,28 @@ def branch_ratio(model, windows, autocast=nullcontext()):
     return math.sqrt(added / base)
 
 
+@torch.no_grad()
+def head_scale(model):
+    """The head's d x d matrix P after the final norm (ortho's proj, bert's dense), if it has one: its operator norm
+    |P|_2 (the largest factor by which P stretches h), and the tied logit scale including it, g d rms(E) |P|_2 (g the
+    final norm's mean gain). A relative step bounds P's Frobenius norm, not |P|_2: a consistent low-rank gradient can
+    grow |P|_2 many times faster. {} for heads without a matrix (their logit scale is g d rms(E))."""
+    P = getattr(model.head, "proj", None) or getattr(model.head, "dense", None)
+    if P is None:
+        return {}
+    op = torch.linalg.matrix_norm(P.weight.detach().float(), ord=2).item()
+    E, g = model.transformer.wte.weight.detach().float(), model.transformer.ln_f.weight.detach().float().mean().item()
+    return dict(head_opnorm=op, logit_scale=g * E.size(1) * E.pow(2).mean().sqrt().item() * op)
+
+
 def row_stats(run):
     """With log_rows: emb_turn of E from its init, and self_logit and branch_ratio over ROW_WINDOWS fixed val windows
-    (measured, like emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by what."""
+    (measured, like emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by what; for
+    heads with a matrix after the norm, its operator norm and the logit scale with it (head_scale)."""
     windows = lambda: split_windows(run.val_data, run.c.block_size, run.device, run.lut, subset=ROW_WINDOWS)
     return dict(emb_turn=emb_turn(run.model.transformer.wte.weight, run.emb0),
                 self_logit=self_logit(run.model, windows(), run.autocast),
-                branch_ratio=branch_ratio(run.model, windows(), run.autocast))
+                branch_ratio=branch_ratio(run.model, windows(), run.autocast), **head_scale(run.model))
 
 
 def catch_stop_signals():

@@ -10,6 +10,9 @@ The convergence experiment behind lesson 04: every head, same data, same batches
                                         # are in lessons/analysis05.py; ~65 runs, days on 2 cores)
     python lessons/reproduce.py turn    # lesson 05 section 10: 12 runs of its first 200 steps with log_rows
                                         # (~6 min each with two workers)
+    python lessons/reproduce.py cause   # why the optimizer decides (issue 33): controls that change one thing each,
+                                        # 400 steps of the optim schedule (plan and rules: lessons/cause.py;
+                                        # ~60 runs of ~10 min, and 8 sweep runs of ~27 min, two workers)
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
@@ -66,9 +69,10 @@ CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's compar
 # itself suggests; scale (a learned logit scale) is ours
 ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
 SEEDS = [1, 2, 3]
-SCALES = ("live", "full", "gpt2", "d768", "optim", "turn")
+SCALES = ("live", "full", "gpt2", "d768", "optim", "turn", "cause")
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
-        "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio")
+        "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio", "head_opnorm",
+        "logit_scale")
 
 # Shared settings of the older scales. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare
 # uses (n = 11,706, ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
@@ -89,6 +93,9 @@ LOGN_SIGMA = "ln(n)/d"  # emb_std placeholder: logn's sigma, resolved with the c
 # control share the head and differ in sigma. So if control lags like logn, the small sigma is the cause.
 ARMS = {h: dict(head=h) for h in ALL_HEADS}
 ARMS["control"] = dict(head="ortho", emb_std=LOGN_SIGMA)
+# The cause plan's control without a learned matrix (lessons/cause.py, part a): the half swap at logn's sigma. It shares
+# logn's sigma and has no self-logit, like the control, but nothing in its head learns (ortho's P does).
+ARMS["shuffle_logn"] = dict(head="shuffle", emb_std=LOGN_SIGMA)
 
 
 # The optim scale (lesson 05): the d768 configuration under AdamW, Tiger and LAMB. Its plan, rules R, B and S and its
@@ -152,8 +159,46 @@ def plan_optim(runs=()):
     return out
 
 
+def plan_cause(runs=()):
+    """The cause plan (lessons/cause.py, whose docstring fixes its order, arms and rules): every run the first 400 steps
+    of the optim campaign's schedule (its cosine still runs to step 1200) with log_rows, fp32 (the campaign's dtype);
+    the twins' lr sweeps run the whole schedule, as sweep S did. Re-planned after every run: the twins' runs at their
+    own lr wait for their sweep."""
+    import cause
+    base = {**OPTIM, "emb_std": 0.02, "dtype": "float32", "max_iters": cause.STEPS, "lr_decay_iters": OPTIM["max_iters"],
+            "log_rows": True}
+
+    def arms(group, names, seeds, **kw):
+        return [(group, a, {**base, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]  # the arm's sigma wins
+
+    lr = TURN_LR
+    out = arms("ref tiger", ["ortho"], [1], optimizer="tiger", lr=lr)  # a re-make of committed steps: check R
+    out += arms("a tiger", ["shuffle_logn"], cause.SEEDS, optimizer="tiger", lr=lr)
+    out += arms("a lamb", ["shuffle_logn"], cause.SEEDS, optimizer="lamb", lr=lr)
+    out += arms(f"b tiger-twin lr={lr:g}", cause.B_ARMS, cause.SEEDS, optimizer="tiger", relative="none", lr=lr)
+    for rel in ("embedding", "body"):
+        out += arms(f"c tiger {rel}-only lr={lr:g}", cause.C_ARMS, cause.SEEDS, optimizer="tiger", relative=rel, lr=lr)
+    out += arms(f"b lamb-twin lr={lr:g}", cause.B_ARMS, cause.SEEDS, optimizer="lamb", relative="none", lr=lr)
+    out += arms("ref lamb", ["ortho"], [1], optimizer="lamb", lr=lr)
+    picks = cause.twin_lrs(runs)
+    for opt in ("tiger", "lamb"):
+        done = [r["config"]["lr"] for r in runs if r["group"].startswith(f"sweep {opt}-twin ")]
+        for slr in sorted(set(done) | set(picks[opt]["next"])):
+            out += [(f"sweep {opt}-twin lr={slr:g}", "tied", {**base, **ARMS["tied"], "seed": cause.SWEEP_SEED,
+                     "optimizer": opt, "relative": "none", "lr": slr, "max_iters": OPTIM["max_iters"],
+                     "lr_decay_iters": None})]
+    for opt in ("tiger", "lamb"):
+        if picks[opt]["lr"] is not None and picks[opt]["lr"] != lr:
+            out += arms(f"b {opt}-twin lr={picks[opt]['lr']:g}", cause.B_ARMS_PICKED, cause.SEEDS, optimizer=opt,
+                        relative="none", lr=picks[opt]["lr"])
+    return out
+
+
 def pending_decisions(scale, runs):
-    """What the plan still waits for before it is whole (only the optim scale's plan depends on its own runs)."""
+    """What the plan still waits for before it is whole (the optim and cause plans depend on their own runs)."""
+    if scale == "cause":
+        import cause
+        return [f"the {opt} twin's lr sweep" for opt, p in cause.twin_lrs(runs).items() if p["lr"] is None]
     if scale != "optim":
         return []
     dec = optim_decisions(runs)
@@ -166,6 +211,8 @@ def plan(scale, runs=()):
     made so far, which the optim scale's plan depends on (check B, sweep S)."""
     if scale == "optim":
         return plan_optim(runs)
+    if scale == "cause":
+        return plan_cause(runs)
     if scale == "turn":  # after the optim campaign, exploratory (analysis05's docstring): the first 200 of its steps
         # (the same schedule: its cosine still runs to step 1200) with log_rows, seed 1, at the campaign's lrs
         lrs = dict(adamw=OPTIM_ADAMW_LR, tiger=TURN_LR, lamb=TURN_LR)
@@ -242,7 +289,7 @@ def load_runs(path):
 def committed_path(scale):
     """Where the committed runs of a scale live (a folder for d768, one file for the older scales)."""
     folder = os.path.join(HERE, "data", f"repro_{scale}")
-    return folder if os.path.isdir(folder) or scale in ("d768", "optim", "turn") else folder + ".json"
+    return folder if os.path.isdir(folder) or scale in ("d768", "optim", "turn", "cause") else folder + ".json"
 
 
 def _write_atomic(path, obj):
@@ -425,7 +472,7 @@ def compare_with_committed(scale, out, log=print):
 
 
 def _cli(argv):
-    usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768|optim|turn [--out=DIR] [--resume=true] "
+    usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768|optim|turn|cause [--out=DIR] [--resume=true] "
              "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]")
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
     if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \

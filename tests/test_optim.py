@@ -284,3 +284,111 @@ def test_branch_ratio_is_zero_for_the_2_gram_model_and_large_for_nanogpts_init()
                         zero_init_residual=zero)  # logn's sigma = ln(500) / 256 = 0.024
         ratios[zero] = branch_ratio(GPT(cfg), x)
     assert ratios[True] == 0.0 and ratios[False] > 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# The absolute twins (optim.py, relative != 'all'): the same rules with each weight's RMS frozen at the first step.
+# They are the controls of lessons/cause.py: only the step's relativity differs from Tiger and LAMB.
+
+def _tiny_model(emb_std=0.02, head="ortho"):
+    from tiedgpt import GPT, GPTConfig
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=50, block_size=8, n_layer=1, n_head=2, n_embd=16, head=head, emb_std=emb_std,
+                         residual_std=1e-4))
+
+
+def _steps(opt_name, relative, model, n=1, lr=0.01):
+    """model's parameters after n steps of train.py's optimizer with a fixed random gradient; returns {name: tensor}."""
+    from train import Config
+    c = Config(optimizer=opt_name, relative=relative, lr=lr, out_dir="")
+    opt = make_optimizer(model, c)
+    g = torch.Generator().manual_seed(1)
+    grads = {id(p): torch.randn(p.shape, generator=g) for p in model.parameters()}
+    for _ in range(n):
+        for p in model.parameters():
+            p.grad = grads[id(p)].clone()
+        opt.step()
+    return {k: v.detach().clone() for k, v in model.named_parameters()}, opt
+
+
+@pytest.mark.parametrize("opt_name", ["tiger", "lamb"])
+def test_the_absolute_twin_takes_the_originals_first_step_on_every_matrix_but_the_embedding(opt_name):
+    """At step 1 the twin's frozen scale IS the matrix's RMS, so every matrix but the embedding moves exactly as under
+    the original (LAMB: to float rounding of |r| ~ sqrt(numel)); the embedding's scale is 0.02, its rows' RMS ~0.02."""
+    before = {k: v.detach().clone() for k, v in _tiny_model().named_parameters()}
+    orig, _ = _steps(opt_name, "all", _tiny_model())
+    twin, _ = _steps(opt_name, "none", _tiny_model())
+    for name, w in orig.items():
+        if before[name].dim() < 2 or "wte" in name:
+            continue
+        d_orig, d_twin = w - before[name], twin[name] - before[name]
+        if opt_name == "tiger":
+            torch.testing.assert_close(d_twin, d_orig)
+        else:  # LAMB's |r| is sqrt(numel) only up to eps and the decay term
+            assert (d_twin - d_orig).norm() < 0.05 * d_orig.norm(), name
+    step_orig = (orig["transformer.wte.weight"] - before["transformer.wte.weight"]).pow(2).mean().sqrt()
+    step_twin = (twin["transformer.wte.weight"] - before["transformer.wte.weight"]).pow(2).mean().sqrt()
+    assert step_twin == pytest.approx(step_orig.item(), rel=0.15)
+
+
+@pytest.mark.parametrize("opt_name", ["tiger", "lamb"])
+def test_the_twins_step_does_not_grow_with_the_weight_the_originals_does(opt_name):
+    """Scale every matrix by 10 after the first step: the original's second step is ~10x larger, the twin's is not."""
+    sizes = {}
+    for relative in ("all", "none"):
+        model = _tiny_model()
+        _, opt = _steps(opt_name, relative, model, n=1)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() >= 2:
+                    p.mul_(10)
+        before = model.transformer.h[0].mlp.c_fc.weight.detach().clone()
+        for p in model.parameters():
+            p.grad = torch.ones_like(p)
+        opt.step()
+        sizes[relative] = (model.transformer.h[0].mlp.c_fc.weight.detach() - before).abs().mean().item()
+    assert sizes["all"] > 5 * sizes["none"]
+
+
+def test_lambs_twin_is_adamw_with_lambs_betas_eps_and_decay_at_lr_times_the_frozen_scale():
+    p = torch.nn.Parameter(W.clone())
+    q = torch.nn.Parameter(W.clone())
+    s = (W.pow(2).mean().sqrt()).item()
+    twin = Lamb([dict(params=[p], relative=False, weight_decay=0.01)], lr=0.01)
+    adamw = torch.optim.AdamW([q], lr=0.01 * s, betas=LAMB_BETAS, eps=LAMB_EPS, weight_decay=0.01)
+    for t in range(3):
+        g = G * (t + 1) - W
+        p.grad, q.grad = g.clone(), g.clone()
+        twin.step()
+        adamw.step()
+        torch.testing.assert_close(p.detach(), q.detach())
+
+
+def test_the_twins_frozen_scale_travels_with_the_optimizer_state():
+    """A resumed twin must step by the scale frozen at the run's FIRST step, not by the RMS of the weights it resumes."""
+    model = _tiny_model()
+    _, opt = _steps("tiger", "none", model, n=2)
+    from train import Config
+    again = make_optimizer(model, Config(optimizer="tiger", relative="none", lr=0.01, out_dir=""))
+    again.load_state_dict(opt.state_dict())
+    w = model.transformer.h[0].mlp.c_fc.weight
+    assert again.state[w]["scale"].item() == opt.state[w]["scale"].item()
+
+
+@pytest.mark.parametrize("kw", [dict(optimizer="adamw", relative="none"), dict(optimizer="lamb", relative="body"),
+                                dict(optimizer="tiger", relative="half")])
+def test_a_relative_setting_an_optimizer_does_not_have_is_refused(kw):
+    from train import Config
+    with pytest.raises(ValueError, match="relative"):
+        Config(**kw)
+
+
+def test_head_scale_gives_the_operator_norm_of_ortho_s_matrix_and_nothing_for_parameter_free_heads():
+    from train import head_scale
+    model = _tiny_model(head="ortho")
+    hs = head_scale(model)
+    assert hs["head_opnorm"] == pytest.approx(1.0, abs=1e-5)  # orthogonal at init: every singular value is 1
+    with torch.no_grad():
+        model.head.proj.weight[:, 0] *= 3  # stretch one direction: |P|_2 = 3, the Frobenius norm hardly moves
+    assert head_scale(model)["head_opnorm"] == pytest.approx(3.0, rel=1e-4)
+    assert head_scale(_tiny_model(head="shuffle")) == {}
