@@ -127,6 +127,9 @@ B_ARMS = ["logn", "ortho", "shuffle_logn"]  # (b) at the matched lr
 B_ARMS_PICKED = ["logn", "ortho"]  # (b) at the twin's own lr
 C_ARMS = ["logn", "ortho"]  # (c)
 R_TOLERANCE = 1e-3  # check R, nats
+# The commit that wrote this docstring and the plan (recorded in the next commit: a commit can't name itself). The
+# campaign runs from a worktree pinned here; every run records the commit it was made at (reproduce.py's git_commit).
+PREREGISTERED_AT = "076beb6448b4c667d1e2648e3400d34f36fd68ac"
 
 
 def twin_lrs(runs):
@@ -137,3 +140,146 @@ def twin_lrs(runs):
         best = {r["config"]["lr"]: r["best_val"] for r in runs if r["group"].startswith(f"sweep {opt}-twin ")}
         out[opt] = A5.pick_lr(best)
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The statistics and the verdicts (the rules of the docstring, in code; written 2026-11-26 while the first runs were
+# in progress and before any of them was read)
+
+import analysis  # noqa: E402
+from analysis import MARGIN, compare, paired  # noqa: E402
+
+MATCHED_LR = 3e-3  # sweep S's choice for Tiger and LAMB: the twins' matched lr
+
+
+def early400(run):
+    """Mean whole-split val loss over the evaluations at steps 100-400 (the secondary statistic)."""
+    vals = [r["val_loss"] for r in run["history"] if r.get("val_loss") is not None and 100 <= r["step"] <= STEPS]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+STATS = {"start": A5.start, "early400": early400}
+PRIMARY, SECONDARY = "start", "early400"
+
+
+def cells(new_runs, committed_runs):
+    """{cell: {arm: {seed: run}}}: 'tiger' and 'lamb' (the committed originals), 'a tiger', 'a lamb', 'twin tiger lr=..',
+    'twin lamb lr=..', 'c embedding', 'c body' (the new runs), 'ref tiger', 'ref lamb' (check R's re-makes)."""
+    out = {opt: analysis.by_arm([r for r in committed_runs if r["group"] == opt]) for opt in ("tiger", "lamb")}
+    for r in new_runs:
+        g = r["group"]
+        name = (g.replace("b ", "twin ").replace("-twin", "") if g.startswith("b ")
+                else f"c {g.split()[2].split('-')[0]}" if g.startswith("c ") else g)
+        out.setdefault(name, {}).setdefault(r["arm"], {})[r["seed"]] = r
+    return out
+
+
+def check_r(new_runs, committed_runs):
+    """Check R: each re-made run against the committed run of the same id, at every shared step <= STEPS: the largest
+    |difference| of val_subset_loss and val_loss. Returns [dict(id, steps, max_abs_diff, passed)]."""
+    old = {r["id"]: r for r in committed_runs}
+    rows = []
+    for r in new_runs:
+        if not r["group"].startswith("ref "):
+            continue
+        rid = r["id"].replace(r["group"], r["group"][4:], 1)  # 'ref tiger|ortho|seed=1' -> 'tiger|ortho|seed=1'
+        if rid not in old:
+            continue
+        a = {(h["step"], k): h[k] for h in old[rid]["history"] for k in ("val_subset_loss", "val_loss")
+             if h.get(k) is not None and h["step"] <= STEPS}
+        b = {(h["step"], k): h[k] for h in r["history"] for k in ("val_subset_loss", "val_loss") if h.get(k) is not None}
+        both = sorted(set(a) & set(b))
+        diff = max(abs(a[k] - b[k]) for k in both) if both else math.nan
+        rows.append(dict(id=rid, steps=len(both), max_abs_diff=diff, passed=bool(diff <= R_TOLERANCE)))
+    return rows
+
+
+def _row(a_runs, b_runs, stat, a, b):
+    return dict(a=a, b=b, **compare(paired(a_runs, b_runs, STATS[stat])))
+
+
+def _lags(r):
+    return r["word"] == "A higher"
+
+
+def _not_lag(r):  # shown not to lag: the 90% interval's upper end below +MARGIN (analysis.py, amendment c)
+    return r.get("ci90") is not None and r["ci90"][1] < MARGIN
+
+
+def verdict_a(cs, opt, stat=PRIMARY):
+    """(a): the self-logit or the small sigma, with no learned matrix: analysis.control_verdict's rule with shuffle_logn
+    as the control and shuffle (sigma = 0.02) as the reference arm."""
+    orig, new = cs.get(opt, {}), cs.get(f"a {opt}", {})
+    by = {"logn": orig.get("logn", {}), "control": new.get("shuffle_logn", {}), "ortho": orig.get("shuffle", {})}
+    v = analysis.control_verdict(by, stat=STATS[stat])
+    names = {"control": "shuffle_logn", "ortho": "shuffle", "logn": "logn"}
+    for r in v["rows"] + ([v["slow"]] if v.get("slow") else []):
+        r["a"], r["b"] = names[r["a"]], names[r["b"]]
+    return dict(v, optimizer=opt, stat=stat)
+
+
+def _seed_diffs(a_runs, b_runs, stat):
+    seeds = sorted(set(a_runs) & set(b_runs))
+    return seeds, [STATS[stat](a_runs[s]) - STATS[stat](b_runs[s]) for s in seeds]
+
+
+def verdict_b(cs, opt, picked_lr, stat=PRIMARY):
+    """(b): logn - ortho under opt's absolute twin at the matched lr (M) and at its own lr (O = picked_lr; None while
+    its sweep is undecided). Also the lag the twin removes at M (paired by seed) and logn - shuffle_logn under it."""
+    m = cs.get(f"twin {opt} lr={MATCHED_LR:g}", {})
+    rows = {"M": _row(m.get("logn", {}), m.get("ortho", {}), stat, "logn", "ortho")}
+    if picked_lr is not None and picked_lr != MATCHED_LR:
+        o = cs.get(f"twin {opt} lr={picked_lr:g}", {})
+        rows["O"] = _row(o.get("logn", {}), o.get("ortho", {}), stat, "logn", "ortho")
+    elif picked_lr == MATCHED_LR:
+        rows["O"] = rows["M"]
+    orig = cs.get(opt, {})
+    g_orig = dict(zip(*_seed_diffs(orig.get("logn", {}), orig.get("ortho", {}), stat)))
+    g_twin = dict(zip(*_seed_diffs(m.get("logn", {}), m.get("ortho", {}), stat)))
+    seeds = sorted(set(g_orig) & set(g_twin))
+    removed = dict(a=f"{opt} gap", b="twin gap", **compare([g_orig[s] - g_twin[s] for s in seeds]))
+    selfl = _row(m.get("logn", {}), m.get("shuffle_logn", {}), stat, "logn", "shuffle_logn")
+    words = [r["word"] for r in rows.values()]
+    if "O" not in rows or any(w == "pending" or w.startswith("invalid") for w in words):
+        verdict = "PENDING"
+    elif _not_lag(rows["M"]) and _not_lag(rows["O"]):
+        verdict = "relativity decides"
+    elif _lags(rows["M"]) and _lags(rows["O"]):
+        verdict = "relativity is not needed"
+    elif (_lags(rows["M"]) and _not_lag(rows["O"])) or (_not_lag(rows["M"]) and _lags(rows["O"])):
+        verdict = "depends on the lr"
+    else:
+        verdict = "undecided"
+    return dict(verdict=verdict, optimizer=opt, stat=stat, picked_lr=picked_lr, rows=rows, removed=removed,
+                self_logit=selfl)
+
+
+def verdict_c(cs, stat=PRIMARY):
+    """(c): the 2 x 2 under Tiger's rule at the matched lr. G_cell = logn - ortho per seed in the cells all (committed
+    Tiger), embedding-only, body-only and none (the twin); the embedding and body main effects and their interaction,
+    per seed over the seeds all four cells share."""
+    names = {"all": "tiger", "embedding": "c embedding", "body": "c body", "none": f"twin tiger lr={MATCHED_LR:g}"}
+    G = {}
+    for cell, key in names.items():
+        c = cs.get(key, {})
+        G[cell] = dict(zip(*_seed_diffs(c.get("logn", {}), c.get("ortho", {}), stat)))
+    seeds = sorted(set.intersection(*(set(g) for g in G.values())))
+    g = {cell: np.array([G[cell][s] for s in seeds]) for cell in G}
+    E = compare((g["all"] - g["body"] + g["embedding"] - g["none"]) / 2)
+    B = compare((g["all"] - g["embedding"] + g["body"] - g["none"]) / 2)
+    I = compare((g["all"] - g["body"]) - (g["embedding"] - g["none"]))
+    total = compare(g["all"] - g["none"])
+    if any(r["word"] == "pending" or r["word"].startswith("invalid") for r in (E, B)):
+        verdict = "PENDING"
+    elif _lags(E) and _lags(B):
+        verdict = "both"
+    elif _lags(E) and _not_lag(B):
+        verdict = "the embedding's relativity carries the lag"
+    elif _lags(B) and _not_lag(E):
+        verdict = "the body's relativity carries the lag"
+    elif _not_lag(E) and _not_lag(B):
+        verdict = "neither"
+    else:
+        verdict = "undecided"
+    return dict(verdict=verdict, stat=stat, seeds=seeds, E=E, B=B, I=I, total=total,
+                gaps={cell: g[cell].tolist() for cell in g})

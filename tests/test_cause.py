@@ -1,0 +1,110 @@
+"""lessons/cause.py's rules, tested on planted data before its runs are read: each verdict says what was planted,
+the verdict that would call relativity the cause almost never fires when it is not, and the pre-registered plan is
+the one reproduce.py runs."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "lessons"))
+import cause  # noqa: E402
+from analysis import MARGIN  # noqa: E402
+
+
+def fake_run(group, arm, seed, level):
+    """A run whose dense and whole-split val losses all equal `level` (so start = early400 = level)."""
+    hist = [dict(step=s, val_subset_loss=level) for s in range(10, 201, 10)]
+    hist += [dict(step=s, val_loss=level) for s in range(0, cause.STEPS + 1, 100)]
+    return dict(id=f"{group}|{arm}|seed={seed}", group=group, arm=arm, head=arm, seed=seed, history=hist, config=dict(lr=3e-3),
+                best_val=level)
+
+
+def world(gaps, noise=0.0, rng=None, seeds=(1, 2, 3)):
+    """Committed-style and new runs where logn - ortho (and logn - shuffle) is gaps[cell] in each cell; ortho's level
+    differs by seed (shared within a seed, as pairing removes it), and `noise` is added per run."""
+    rng = rng or np.random.default_rng(0)
+    committed, new = [], []
+    groups = {"tiger": "tiger", "lamb": "lamb", "twin tiger": "b tiger-twin lr=0.003",
+              "twin lamb": "b lamb-twin lr=0.003", "c embedding": "c tiger embedding-only lr=0.003",
+              "c body": "c tiger body-only lr=0.003", "twin tiger O": "b tiger-twin lr=0.01", "a tiger": "a tiger"}
+    for cell, gap in gaps.items():
+        group = groups[cell]
+        into = committed if cell in ("tiger", "lamb") else new
+        for s in seeds:
+            base = 5.0 + 0.1 * s
+            for arm, level in (("ortho", base), ("shuffle", base), ("logn", base + gap),
+                               ("shuffle_logn", base + gap / 2)):
+                into.append(fake_run(group, arm, s, level + noise * rng.standard_normal()))
+    return cause.cells(new, committed)
+
+
+def test_twin_verdict_says_relativity_decides_only_when_logn_stops_lagging_under_the_twin():
+    cs = world({"tiger": 0.3, "twin tiger": -0.1}, noise=0.01)
+    assert cause.verdict_b(cs, "tiger", picked_lr=3e-3)["verdict"] == "relativity decides"
+    cs = world({"tiger": 0.3, "twin tiger": 0.3}, noise=0.01)
+    assert cause.verdict_b(cs, "tiger", picked_lr=3e-3)["verdict"] == "relativity is not needed"
+
+
+def test_twin_verdict_depends_on_the_lr_when_the_two_lrs_disagree_and_waits_for_the_sweep():
+    cs = world({"tiger": 0.3, "twin tiger": 0.3, "twin tiger O": -0.1}, noise=0.01)
+    assert cause.verdict_b(cs, "tiger", picked_lr=1e-2)["verdict"] == "depends on the lr"
+    assert cause.verdict_b(cs, "tiger", picked_lr=None)["verdict"] == "PENDING"
+
+
+def test_twin_verdict_measures_the_lag_the_twin_removes_paired_by_seed():
+    v = cause.verdict_b(world({"tiger": 0.3, "twin tiger": 0.1}), "tiger", picked_lr=3e-3)
+    assert v["removed"]["mean"] == pytest.approx(0.2)
+
+
+def test_relativity_decides_almost_never_fires_when_the_twin_still_lags_by_the_margin():
+    """False alarms: with logn truly MARGIN behind ortho under the twin (not 'not lagging'), 'relativity decides' must
+    fire in at most ~5% of worlds (a one-sided test at alpha = 0.05 per lr; both lrs are needed)."""
+    rng = np.random.default_rng(1)
+    hits = sum(cause.verdict_b(world({"tiger": 0.3, "twin tiger": MARGIN}, noise=0.01, rng=rng), "tiger",
+                               picked_lr=3e-3)["verdict"] == "relativity decides" for _ in range(300))
+    assert hits / 300 <= 0.08
+
+
+def test_relativity_decides_is_found_when_the_twin_removes_the_lag():
+    """Power: logn 0.05 ahead under the twin with a run noise of 0.01: found in most worlds."""
+    rng = np.random.default_rng(2)
+    hits = sum(cause.verdict_b(world({"tiger": 0.3, "twin tiger": -0.05}, noise=0.01, rng=rng), "tiger",
+                               picked_lr=3e-3)["verdict"] == "relativity decides" for _ in range(200))
+    assert hits / 200 >= 0.8
+
+
+@pytest.mark.parametrize("gaps,expected", [
+    (dict(tiger=0.4, **{"c embedding": 0.4, "c body": 0.0, "twin tiger": 0.0}), "the embedding's relativity carries the lag"),
+    (dict(tiger=0.4, **{"c embedding": 0.0, "c body": 0.4, "twin tiger": 0.0}), "the body's relativity carries the lag"),
+    (dict(tiger=0.4, **{"c embedding": 0.2, "c body": 0.2, "twin tiger": 0.0}), "both"),
+    (dict(tiger=0.3, **{"c embedding": 0.3, "c body": 0.3, "twin tiger": 0.3}), "neither"),
+])
+def test_the_two_by_two_names_the_part_whose_relativity_carries_the_lag(gaps, expected):
+    v = cause.verdict_c(world(gaps, noise=0.005))
+    assert v["verdict"] == expected, (v["E"]["mean"], v["B"]["mean"])
+
+
+def test_the_self_logit_control_without_a_learned_matrix_reads_like_appendix_bs_control():
+    # logn lags shuffle_logn (gap/2) and shuffle_logn lags shuffle (gap/2): both
+    assert cause.verdict_a(world({"tiger": 0.4, "a tiger": 0.4}, noise=0.005), "tiger")["verdict"] == "both"
+
+
+def test_check_r_compares_a_re_made_run_with_the_committed_one_step_by_step():
+    old = fake_run("tiger", "ortho", 1, 5.0)
+    same, off = fake_run("ref tiger", "ortho", 1, 5.0 + 1e-4), fake_run("ref tiger", "ortho", 1, 5.01)
+    assert cause.check_r([same], [old])[0]["passed"] and not cause.check_r([off], [old])[0]["passed"]
+
+
+def test_the_plan_runs_the_registered_arms_at_400_steps_of_the_1200_step_schedule():
+    import reproduce
+    plan = reproduce.plan("cause", [])
+    first = plan[0]
+    assert first[0] == "ref tiger" and first[2]["max_iters"] == cause.STEPS and first[2]["lr_decay_iters"] == 1200
+    twins = [o for g, a, o in plan if g.startswith("b tiger-twin")]
+    assert {o["relative"] for o in twins} == {"none"} and len(twins) == 9
+    sweeps = [o for g, a, o in plan if g.startswith("sweep ")]
+    assert sweeps and all(o["max_iters"] == 1200 and o["lr_decay_iters"] is None for o in sweeps)
+    assert all(o["log_rows"] for g, a, o in plan)
