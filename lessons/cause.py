@@ -283,3 +283,60 @@ def verdict_c(cs, stat=PRIMARY):
         verdict = "undecided"
     return dict(verdict=verdict, stat=stat, seeds=seeds, E=E, B=B, I=I, total=total,
                 gaps={cell: g[cell].tolist() for cell in g})
+
+
+# ----------------------------------------------------------------------------------------------------
+# The report (appendix B's section on the controls): lines to print, and the paired gaps over time
+
+def load(new_path=None, committed_path=None):
+    """(new runs, committed optim runs) from lessons/data/repro_cause and lessons/data/repro_optim by default."""
+    import reproduce
+    return (reproduce.load_runs(new_path or os.path.join(HERE, "data", "repro_cause")),
+            reproduce.load_runs(committed_path or os.path.join(HERE, "data", "repro_optim")))
+
+
+def _fmt(r):
+    if r["word"] == "pending":
+        return f"{r['a']} - {r['b']}: pending ({r['n']} of {len(SEEDS)} seeds)"
+    lo, hi = r["ci95"]
+    return f"{r['a']} - {r['b']} {r['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({r['word']})"
+
+
+def progress_lines(new_runs):
+    """How far the plan is: runs in, by part, and the commit they were made at."""
+    import reproduce
+    plan = reproduce.plan("cause", new_runs)
+    have = {r["id"] for r in new_runs}
+    parts = {}
+    for g, a, o in plan:
+        part = g.split()[0]
+        n, d = parts.get(part, (0, 0))
+        parts[part] = (n + 1, d + (reproduce.run_id(g, a, o["seed"]) in have))
+    commits = sorted({r.get("git_commit", "?")[:7] for r in new_runs})
+    return [f"{len(have)} of {len(plan)} planned runs in (so far: the plan grows when a sweep decides): "
+            + ", ".join(f"{p} {d}/{n}" for p, (n, d) in parts.items()),
+            f"made at commit(s) {', '.join(commits) or '-'}; pre-registered at {PREREGISTERED_AT[:7]}"]
+
+
+def report_lines(new_runs, committed_runs, stat=PRIMARY):
+    """Every verdict of the plan on `stat`, each with the rows it rests on; PENDING where runs are missing."""
+    out = []
+    for r in check_r(new_runs, committed_runs):
+        out.append(f"check R: {r['id']} re-made, largest |diff| over {r['steps']} evaluations {r['max_abs_diff']:.2g} "
+                   f"-> {'passed' if r['passed'] else 'FAILED'}")
+    cs = cells(new_runs, committed_runs)
+    for opt in ("tiger", "lamb"):
+        v = verdict_a(cs, opt, stat)
+        out.append(f"(a) {opt}: {v['verdict']}" + "".join(f"; {_fmt(r)}" for r in v["rows"]))
+    picks = twin_lrs(new_runs)
+    for opt in ("tiger", "lamb"):
+        v = verdict_b(cs, opt, picks[opt]["lr"], stat)
+        own = "sweep pending" if v["picked_lr"] is None else f"own lr {v['picked_lr']:g}"
+        out.append(f"(b) {opt}'s twin ({own}): {v['verdict']}; at 3e-3 {_fmt(v['rows']['M'])}"
+                   + (f"; at {v['picked_lr']:g} {_fmt(v['rows']['O'])}" if "O" in v["rows"] and v["picked_lr"] != MATCHED_LR
+                      else ""))
+        out.append(f"    lag the twin removes: {_fmt(v['removed'])}; under the twin {_fmt(v['self_logit'])}")
+    v = verdict_c(cs, stat)
+    out.append(f"(c) tiger 2 x 2: {v['verdict']}; embedding effect {_fmt(dict(v['E'], a='E', b='0'))}; "
+               f"body effect {_fmt(dict(v['B'], a='B', b='0'))}")
+    return out

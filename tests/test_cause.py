@@ -108,3 +108,10 @@ def test_the_plan_runs_the_registered_arms_at_400_steps_of_the_1200_step_schedul
     sweeps = [o for g, a, o in plan if g.startswith("sweep ")]
     assert sweeps and all(o["max_iters"] == 1200 and o["lr_decay_iters"] is None for o in sweeps)
     assert all(o["log_rows"] for g, a, o in plan)
+
+
+def test_the_report_says_pending_for_every_verdict_until_its_runs_are_in():
+    committed = [fake_run("tiger", a, s, 5.0) for a in ("logn", "ortho", "shuffle") for s in (1, 2, 3)]
+    lines = cause.report_lines([], committed)
+    assert len(lines) == 7 and all("PENDING" in l for l in lines if not l.startswith("    "))
+    assert "0 of" in cause.progress_lines([])[0]
