@@ -24,7 +24,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-HEADS = ("tied", "untied", "logn", "ortho", "bert", "shuffle", "channel", "scale", "softcap")
 NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("rope", "none", "learned")
 
@@ -38,7 +37,7 @@ class GPTConfig:
     n_embd: int = 256  # d
     dropout: float = 0.0
     bias: bool = False  # biases in Linear layers and norms (GPT-2 had them; they are not needed here)
-    head: str = "tied"  # output head, one of HEADS (see GPT.__init__ and the Head classes)
+    head: str = "tied"  # output head, one of HEADS: a row of HEAD_TABLE (below the head classes)
     # sigma, the std of the token embedding at init. None means d**-0.5, so every |w_i| ~ 1: the
     # "unit-norm" init of the original Transformer's embeddings. It puts d*sigma = sqrt(d) well above
     # ln(n) ~ 10.8 for every width we can afford on a CPU (d=256 gives 16), which is the regime the
@@ -87,12 +86,9 @@ class GPTConfig:
             raise ValueError(f"n_embd={d} must be divisible by n_head={self.n_head}")
         if self.pos == "rope" and (d // self.n_head) % 2:
             raise ValueError(f"rope needs an even head size, got n_embd/n_head = {d // self.n_head}")
-        if self.head == "shuffle" and d % 2:
-            raise ValueError(f"head 'shuffle' swaps two halves and needs an even n_embd, got {d}; "
-                             f"valid heads: {', '.join(HEADS)}")
-        if self.head == "channel" and (self.channel_groups < 2 or d % self.channel_groups):
-            raise ValueError(f"head 'channel' needs n_embd={d} divisible by channel_groups="
-                             f"{self.channel_groups} (>= 2); valid heads: {', '.join(HEADS)}")
+        problem = getattr(self.head_spec.after_norm, "problem", lambda c: None)(self)  # the head's own needs
+        if problem:
+            raise ValueError(f"head {self.head!r} {problem}; valid heads: {', '.join(HEADS)}")
         if self.emb_std is not None and not self.emb_std > 0:
             raise ValueError(f"emb_std must be > 0 (or None for d**-0.5), got {self.emb_std}")
         if self.residual_std is not None and not (self.residual_std >= 0 and self.zero_init_residual):
@@ -102,9 +98,14 @@ class GPTConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
     @property
+    def head_spec(self):
+        """This config's row of HEAD_TABLE."""
+        return HEAD_TABLE[self.head]
+
+    @property
     def sigma(self):
         """The embedding std the model is initialised with, after the head's own rule (logn)."""
-        if self.head == "logn":
+        if self.head_spec.logn_sigma:
             return math.log(self.vocab_size) / self.n_embd  # d * sigma = ln n: self-logit equals ln n
         return self.emb_std if self.emb_std is not None else self.n_embd ** -0.5
 
@@ -195,7 +196,7 @@ class Block(nn.Module):
 # Notation: a = the self-logit h'.w_i (input token i scoring itself), v = variance of the other logits.
 
 class Identity(nn.Module):
-    """tied / untied / logn / scale: logits come straight from h.
+    """tied / untied / logn / softcap: logits come straight from h (softcap then caps them: see softcap_self_logit).
 
     tied:   h = w_i / sigma, so a = |w_i|^2 / sigma ~ d sigma and v = |h|^2 sigma^2 = d sigma^2.
     logn:   the same with sigma = ln(n)/d, so a = ln n: the self-logit weighs e^{ln n} = n, as much as all
@@ -203,6 +204,9 @@ class Identity(nn.Module):
     untied: h . u_k with every u_k independent of h: all n logits ~ N(0, d sigma^2), no outlier, so the
             loss is ~ log(n E[e^z]) = ln n + d sigma^2 / 2.
     """
+
+    def __init__(self, config=None):
+        super().__init__()
 
     def forward(self, h):
         return h
@@ -262,6 +266,13 @@ class HalfSwap(nn.Module):
     coordinates sum to 0, so S(h) . h = -|h|^2/d on average.)
     """
 
+    def __init__(self, config=None):
+        super().__init__()
+
+    @staticmethod
+    def problem(config):
+        return f"swaps two halves and needs an even n_embd, got {config.n_embd}" if config.n_embd % 2 else None
+
     def forward(self, h):
         d = h.size(-1)
         return torch.cat((h[..., d // 2:], h[..., : d // 2]), dim=-1)
@@ -283,6 +294,11 @@ class ChannelShuffle(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.groups = config.channel_groups
+
+    @staticmethod
+    def problem(config):
+        g, d = config.channel_groups, config.n_embd
+        return f"needs n_embd={d} divisible by channel_groups={g} (>= 2)" if g < 2 or d % g else None
 
     def forward(self, h):
         g, d = self.groups, h.size(-1)
@@ -306,18 +322,36 @@ class LogitScale(nn.Module):
         return h * self.c  # scaling h scales every logit h . w_k by c
 
 
-def make_head(config):
-    if config.head == "ortho":
-        return OrthoProjection(config)
-    if config.head == "bert":
-        return BertTransform(config)
-    if config.head == "shuffle":
-        return HalfSwap()
-    if config.head == "channel":
-        return ChannelShuffle(config)
-    if config.head == "scale":
-        return LogitScale(config)
-    return Identity()
+@dataclass(frozen=True)
+class Head:
+    """One row of HEAD_TABLE: everything that makes a head what it is.
+    after_norm  the module applied to the final norm's output h before the projection (its docstring derives the
+                first loss)
+    tied        logits h' . E^T from the embedding E itself; False: a separate matrix W, initialised like E
+    logn_sigma  E's init std is ln(n)/d (d sigma = ln n) instead of emb_std
+    cap         every logit z -> c tanh(z / c), c = GPTConfig.softcap
+    first_loss  which derivation predicted_initial_loss uses: 'self' (h' = h: w_i scores itself ~ d sigma above the
+                rest), 'unrelated' (h' unrelated to w_i: every logit ~ N(0, d sigma^2)), 'unit' (unrelated, and a
+                norm after the transform makes |h'|^2 = d), 'scaled' (self, times LogitScale's c)"""
+    after_norm: type = Identity
+    tied: bool = True
+    logn_sigma: bool = False
+    cap: bool = False
+    first_loss: str = "self"
+
+
+HEAD_TABLE = {
+    "tied": Head(),
+    "untied": Head(tied=False, first_loss="unrelated"),
+    "logn": Head(logn_sigma=True),
+    "ortho": Head(OrthoProjection, first_loss="unrelated"),
+    "bert": Head(BertTransform, first_loss="unit"),
+    "shuffle": Head(HalfSwap, first_loss="unrelated"),
+    "channel": Head(ChannelShuffle, first_loss="unrelated"),
+    "scale": Head(LogitScale, first_loss="scaled"),
+    "softcap": Head(cap=True),
+}
+HEADS = tuple(HEAD_TABLE)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -433,9 +467,10 @@ class GPT(nn.Module):
         ))
         if config.pos == "learned":
             self.transformer.wpe = nn.Embedding(config.block_size, config.n_embd)
-        self.head = make_head(config)
+        spec = config.head_spec
+        self.head = spec.after_norm(config)  # what the head does after the final norm (HEAD_TABLE)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        if config.head != "untied":
+        if spec.tied:
             # The tie: one Parameter object serves as both tables. nn.Embedding looks rows up in it,
             # nn.Linear multiplies by its transpose, and backward adds both uses' gradients into one .grad.
             self.transformer.wte.weight = self.lm_head.weight
@@ -445,7 +480,7 @@ class GPT(nn.Module):
         # The embedding is initialised last, so nothing above (lm_head is tied to it) overwrites it.
         # Re-initialising *either* name after tying re-initialises both: they are one tensor.
         nn.init.normal_(self.transformer.wte.weight, mean=0.0, std=config.sigma)
-        if config.head == "untied":  # "initialised like E": same law, independent draw
+        if not spec.tied:  # "initialised like E": same law, independent draw
             nn.init.normal_(self.lm_head.weight, mean=0.0, std=config.sigma)
 
     def _init_weights(self, module):
@@ -496,7 +531,7 @@ class GPT(nn.Module):
         """h (.., d) -> logits (.., n): the head's transform, then h' . E^T (or h' . W^T); the softcap head
         then bounds every logit to (-c, c) with c tanh(z / c)."""
         z = self.lm_head(self.head(h))
-        if self.config.head == "softcap":
+        if self.config.head_spec.cap:
             c = self.config.softcap
             z = c * torch.tanh(z / c)
         return z
@@ -509,7 +544,7 @@ class GPT(nn.Module):
         h = self.hidden(idx)
         if targets is None:
             return self.logits(h[:, [-1], :]), None
-        if self.config.fused_loss and not return_logits and self.config.head != "softcap":
+        if self.config.fused_loss and not return_logits and not self.config.head_spec.cap:
             return None, LinearCrossEntropy.apply(self.head(h), self.lm_head.weight, targets,
                                                   torch.is_grad_enabled())
         logits = self.logits(h)  # the softcap's tanh sits between projection and loss: the textbook path
@@ -596,19 +631,19 @@ def predicted_initial_loss(config, r=0.0):
     per the derivation in each head's docstring. Valid in the 2-gram configuration
     (zero_init_residual=True, pos != 'learned'), where h = norm(w_i) exactly; see normed_scale for a and v."""
     n, d, sigma = config.vocab_size, config.n_embd, config.sigma
+    spec = config.head_spec
     a, v = normed_scale(config)
-    if config.head in ("tied", "logn"):  # logn: same formula, its own sigma = ln(n)/d
-        return _log_sum(a, n - 1, v) - r * a
-    if config.head == "softcap":
-        a = softcap_self_logit(a, config.softcap)
-        return _log_sum(a, n - 1, v) - r * a
-    if config.head == "scale":  # tied logits times c = ln(n) / (d sigma): a -> c a, v -> c^2 v
+    if spec.first_loss == "scaled":  # tied logits times c = ln(n) / (d sigma): a -> c a, v -> c^2 v
         c = math.log(n) / (d * sigma)
-        return _log_sum(c * a, n - 1, c * c * v) - r * c * a
-    # untied, ortho, shuffle, channel: |h'| = |h| and h' is unrelated to w_i, so all n logits are
-    # ~ N(0, v): loss = log(n e^{v/2}) = ln n + v/2. bert's final LayerNorm makes |h'|^2 = d (its input has
+        a, v = c * a, c * c * v
+    if spec.cap:
+        a = softcap_self_logit(a, config.softcap)
+    if spec.first_loss in ("self", "scaled"):  # tied, logn (its own sigma = ln(n)/d), scale, softcap
+        return _log_sum(a, n - 1, v) - r * a
+    # unrelated (untied, ortho, shuffle, channel): |h'| = |h| and h' is unrelated to w_i, so all n logits are
+    # ~ N(0, v): loss = log(n e^{v/2}) = ln n + v/2. unit (bert): its final LayerNorm makes |h'|^2 = d (its input has
     # variance ~ 1 >> eps), so v = d sigma^2 there.
-    return math.log(n) + (d * sigma * sigma if config.head == "bert" else v) / 2
+    return math.log(n) + (d * sigma * sigma if spec.first_loss == "unit" else v) / 2
 
 
 def repeat_fraction(tokens):
