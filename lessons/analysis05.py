@@ -499,6 +499,32 @@ def ranking_lines(name, by_arm, stat, arms=None):
     return out
 
 
+MEASURED_PAIRS = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
+
+
+def measurement_error(by_arm, windows, subset, block=8):
+    """One measured paired difference's error, as precision_lines prints it: for claim 1's and the control's pairs and
+    every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
+    errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
+    subset, n), or None when no such pair has window losses."""
+    from train import subset_windows
+    idx = subset_windows(windows, subset)
+
+    def se(ra, rb, keep=None):
+        pick = lambda r: {"val_windows_last": [r["val_windows_last"][i] for i in keep] if keep is not None
+                          else r["val_windows_last"]}
+        return max(analysis.measurement_noise(pick(ra), pick(rb), k) for k in (1, block))
+
+    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
+            for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
+            for s in sorted(set(by_arm[a]) & set(by_arm[b]))
+            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
+    if not rows:
+        return None
+    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    return dict(whole=whole, subset=sub, n=len(rows))
+
+
 def precision_lines(name, by_arm, windows, subset, block=8):
     """How much of a paired difference is measurement and how much is seed (the project's standard: measurement noise
     small next to seed noise), for claim 1's pairs and the control's. Measurement: for each such pair and seed whose
@@ -509,31 +535,20 @@ def precision_lines(name, by_arm, windows, subset, block=8):
     differences on 'early' (whole split) and 'start' (subset), pooled, with its degrees of freedom. "small" when the
     error is at most half that sd: a threshold chosen with this check, after Tiger's seeds 1-2. Descriptive. The
     errors are the final model's; in the first half, where the gaps are large, they may be larger."""
-    from train import subset_windows
-    pairs = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
-    idx = subset_windows(windows, subset)
-
-    def se(ra, rb, keep=None):
-        pick = lambda r: {"val_windows_last": [r["val_windows_last"][i] for i in keep] if keep is not None
-                          else r["val_windows_last"]}
-        return max(analysis.measurement_noise(pick(ra), pick(rb), k) for k in (1, block))
-
-    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
-            for a, b in pairs if by_arm.get(a) and by_arm.get(b) for s in sorted(set(by_arm[a]) & set(by_arm[b]))
-            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
-    if not rows:
+    err = measurement_error(by_arm, windows, subset, block)
+    if err is None:
         return [f"{name}: none of claim 1's or the control's pairs has per-window val losses: no measurement error here"]
-    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    whole, sub = err["whole"], err["subset"]
     out = [f"{name}: one measured paired difference (claim 1's and the control's pairs, at the last step) errs by "
            f"{whole:.4f} nats on the whole split ({windows} windows) and {sub:.4f} on the {subset}-window subset (the "
-           f"larger of the per-window and blocks-of-{block} errors; median over {len(rows)} pairs x seeds)"]
+           f"larger of the per-window and blocks-of-{block} errors; median over {err['n']} pairs x seeds)"]
     for stat, err in (("early", whole), ("start", sub)):
         if not any(h.get("val_subset_loss") is not None for rs in by_arm.values() for r in rs.values()
                    for h in r["history"]) and stat == "start":
             out.append(f"  {stat:5}: not measured in these runs")
             continue
         ss, df, bad = 0.0, 0, 0
-        for a, b in pairs:
+        for a, b in MEASURED_PAIRS:
             if by_arm.get(a) and by_arm.get(b):
                 d = np.asarray(analysis.paired(by_arm[a], by_arm[b], stat), float)
                 if not np.isfinite(d).all():
@@ -548,6 +563,35 @@ def precision_lines(name, by_arm, windows, subset, block=8):
         out.append(f"  {stat:5}: the seeds scatter those differences by sd {sd:.4f} (pooled, {df} degrees of freedom): "
                    f"error / sd = {err / sd:.2f}, {'small' if err <= sd / 2 else 'not small'} next to the seed noise "
                    f"(small: at most half){note}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The fragility rule, added 2026-11-26 AFTER all the data (issue 33; see the docstring): reporting, no verdict changes
+
+def fragile_delta(by_arm, windows, subset):
+    """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
+    the whole split's for early, best and last, the dense subset's for start), never below analysis.FRAGILE_EDGE; where
+    nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
+    err = measurement_error(by_arm, windows, subset)
+    edge = analysis.FRAGILE_EDGE
+    if err is None:
+        return {st: edge for st in ("early", "best", "last", "start")}, \
+            f"no measured error: FRAGILE_EDGE {edge}"
+    delta = {st: max(edge, 2 * err["whole"]) for st in ("early", "best", "last")}
+    delta["start"] = max(edge, 2 * err["subset"])
+    return delta, f"twice one measurement's error: {delta['early']:.4f} (whole split), {delta['start']:.4f} (subset)"
+
+
+def fragility_lines(name, verdicts, delta, names):
+    """Every verdict of `names` in one setting under the 2026-11-26 rule: FRAGILE or robust, with the smallest shift
+    of its comparisons that changes it (analysis.fragile_lines) against the statistic's delta."""
+    out = []
+    for claim in names:
+        c = verdicts.get(claim)
+        line = c and analysis.fragile_lines(claim, c, delta[c["stat"]])
+        if line:
+            out.append(f"  {claim:34} {line}")
     return out
 
 

@@ -542,3 +542,42 @@ def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
         peak = max(b[o], key=b[o].get)
         assert 90 <= peak <= 130 and 3 <= b[o][190] <= 4.1 and z[o][190] > z[o][peak] + 2  # peaks, falls back; climbs
         assert b[o][50] < 1 and z[o][50] > 7 and b[o][100] > 5
+
+
+def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
+    """Appendix B section 5 labels every verdict with the one fragility rule (analysis.py's docstring: added 2026-11-26,
+    after the data): FRAGILE when shifts of at most twice one measurement's error (whole split: Tiger 0.0230, LAMB
+    0.0231; never below 0.005) in the comparisons it reads change it. Pinned here with the shift each verdict needs, so
+    that the prose about them (the control's verdicts by a hair; LAMB claim 4 just inside; Tiger claim 2 just outside;
+    LAMB claim 2 decided by untied - shuffle alone) fails when the data or the rule change."""
+    runs = R.load_runs(R.committed_path("optim"))
+    by = A5.settings(runs)
+    by["adamw (lesson 04)"] = analysis.settings("d768", R.load_runs(R.committed_path("d768")))["sigma=0.02"]
+    one = next(r for r in runs if "val_windows_last" in r)
+    windows, subset = len(one["val_windows_last"]), one["config"]["dense_val_windows"]
+    said = {  # setting: {claim: (FRAGILE?, the smallest shift that changes it)}
+        "tiger": {"1 logn slowest": (False, 0.1548), "2 other fixes converge alike": (False, 0.0252),
+                  "3 all fixes end alike": (False, 0.0247), "4 no final gain over tied": (True, 0.0184),
+                  "control: why logn is slow": (True, 0.0028), "control (start, secondary)": (True, 0.0129)},
+        "lamb": {"1 logn slowest": (False, 0.0708), "2 other fixes converge alike": (False, 0.0312),
+                 "3 all fixes end alike": (False, 0.0488), "4 no final gain over tied": (True, 0.0230),
+                 "control: why logn is slow": (True, 0.0018), "control (start, secondary)": (True, 0.0193)},
+        "adamw (lesson 04)": {"1 logn slowest": (False, 0.0172), "2 other fixes converge alike": (True, 0.0014),
+                              "4 no final gain over tied": (False, 0.0067), "control: why logn is slow": (False, 0.0884)},
+    }
+    for name, expected in said.items():
+        v = A5.claims(by[name])
+        delta, _ = A5.fragile_delta(by[name], windows, subset)
+        for claim, (fragile, shift) in expected.items():
+            line = analysis.fragile_lines(claim, v[claim], delta[v[claim]["stat"]])
+            assert line.startswith("FRAGILE" if fragile else "robust"), (name, claim, line)
+            assert analysis.verdict_flip(claim, v[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)
+    lamb2 = analysis.verdict_flip("2 other fixes converge alike", A5.claims(by["lamb"])["2 other fixes converge alike"])
+    assert {(r["a"], r["b"]) for r, _, _ in lamb2["moves"]} >= {("untied", "shuffle")}  # it must move, by 0.0312
+    # section 7: AdamW at rule R's init, logn - control 'A lower' by a hair (its 95% interval ends at -0.0021)
+    new = by["adamw (residual_std=1e-4)"]
+    delta, _ = A5.fragile_delta(new, windows, subset)
+    for (a, b), fragile in {("logn", "control"): True, ("logn", "ortho"): False, ("control", "ortho"): False}.items():
+        r = dict(a=a, b=b, **analysis.compare(analysis.paired(new[a], new[b], "early")))
+        line = analysis.fragile_lines(f"{a} - {b}", dict(verdict=r["word"], rows=[r]), delta["early"])
+        assert line.startswith("FRAGILE" if fragile else "robust"), (a, b, line)
