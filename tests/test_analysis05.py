@@ -156,7 +156,7 @@ def test_sweep_lines_say_what_grew_and_which_lr_was_chosen():
         r["history"][-1].update(resid_rms=1e-3, emb_rms=0.03)
         runs.append(r)
     lines = A5.sweep_lines(runs)
-    assert sum("best val" in l for l in lines) == 8 and "branches  10.00x" in lines[0]
+    assert sum("best val" in l for l in lines) == 8 and "weights' rms grew: branches  10.00x" in lines[0]
     assert "  tiger: lr 0.01 chosen" in lines and "  lamb: lr 0.01 chosen" in lines
 
 
@@ -234,8 +234,9 @@ def test_mechanism_lines_read_when_logn_catches_up_against_the_budget():
           "ortho": {s: run((0.02, 0.02, 0.02, 0.02), (1.0, 1.0, 1.0, 1.0)) for s in (1, 2)}}
     lines = A5.mechanism_lines("tiger", by, 0.02 * 768 / math.log(11706))
     assert "reaches 0.02 at step 300" in lines[0] and "can't before step 2" in lines[0]
-    assert "reaches ortho's at step 200" in lines[1] and "ends at 1.50" in lines[1]
-    assert "grew 1.3x" in lines[2]
+    assert "reaches ortho's g d rms(E) at step 200" in lines[1] and "ends at 1.50" in lines[1]
+    assert "without its matrix P, whose norm was not logged" in lines[1]  # ortho's scale also has P (issue 33)
+    assert "weights (resid_rms) grew 1.3x" in lines[2] and "not what the branches add" in lines[2]
     assert A5.mechanism_lines("x", {"ortho": by["ortho"]}, 1.64) == []
 
 
@@ -306,10 +307,10 @@ def test_scale_against_loss_reads_each_window_at_its_own_steps_and_refuses_diver
     start, half = A5.scale_against_loss("tiger", by)
     # steps 10-200: logn's scale 768 x mean(0.0121 .. 0.014) = 10.0 < control's 10.8
     assert start.startswith("tiger, steps 10-200") and "logn 10.0, control 10.8" in start
-    assert start.endswith("control has the larger scale and the lower loss")
+    assert start.endswith("control has the larger g d rms(E) (P not counted) and the lower loss")
     # first half = evaluations at steps 100-400: logn 768 x mean(0.013, 0.014, 0.015, 0.016) = 11.1
     assert "evaluations to step 400" in half and "logn 11.1, control 10.8" in half
-    assert half.endswith("logn has the larger scale and the higher loss")
+    assert half.endswith("logn has the larger g d rms(E) (P not counted) and the higher loss")
     by["logn"][2]["diverged_at_step"] = 300
     assert A5.scale_against_loss("tiger", by) == ["tiger: logit scale against loss: invalid (a run diverged)"]
     assert A5.scale_against_loss("tiger", {"logn": by["logn"]}) == []
@@ -581,3 +582,38 @@ def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
         r = dict(a=a, b=b, **analysis.compare(analysis.paired(new[a], new[b], "early")))
         line = analysis.fragile_lines(f"{a} - {b}", dict(verdict=r["word"], rows=[r]), delta["early"])
         assert line.startswith("FRAGILE" if fragile else "robust"), (a, b, line)
+
+
+def test_a_relative_step_bounds_a_matrixs_frobenius_norm_but_not_its_operator_norm():
+    """Issue 33: 100 relative steps at lr 3e-3 on one rank-1 gradient, on an orthogonal 64 x 64 matrix (ortho's P at a
+    small d): the Frobenius norm grows by about sqrt(1 + 0.3^2) = 1.04 (bound e^0.3 = 1.35), the operator norm by about
+    sqrt(1 + (0.3 sqrt 64)^2) = 2.6, under Tiger and under LAMB alike; AdamW's absolute step grows both far more."""
+    from optim import Lamb, Tiger
+    import torch
+    for make in (lambda p, lr: Tiger(p, lr=lr, weight_decay=0.0), lambda p, lr: Lamb(p, lr=lr, weight_decay=0.0)):
+        fro, op = A5.rank_one_growth(make, d=64)
+        assert fro == pytest.approx(math.sqrt(1 + 0.3 ** 2), abs=0.01) and fro < math.exp(0.3)
+        assert op == pytest.approx(math.sqrt(1 + (0.3 * 8) ** 2), rel=0.05)
+    fro, op = A5.rank_one_growth(lambda p, lr: torch.optim.AdamW(p, lr=lr, weight_decay=0.0), d=64)
+    assert fro > math.exp(0.3)  # an absolute step is bounded by neither
+
+
+def test_the_branch_weight_lines_set_the_weights_rms_beside_what_the_branches_add():
+    """Issue 33 item 1, pinned to section 10's re-made logn runs: under Tiger the branches' weights grow 1.04x by step
+    190 while what they add is 6.91 times the embedding at step 100, 10.02 at its largest, 4.00 at step 190."""
+    lines = A5.branch_weight_lines(A5.turn_runs(R.load_runs(R.committed_path("turn")), branches=True))
+    tiger, lamb = (next(l for l in lines if l.startswith(o)) for o in ("tiger", "lamb"))
+    assert "1.038e-04 at step 190 (1.04x)" in tiger and "6.91 at step 100, largest 10.02 at step 130, 4.00 at step 190" in tiger
+    assert "(1.02x)" in lamb and "5.54 at step 100, largest 6.37 at step 90, 3.15 at step 190" in lamb
+
+
+def test_the_configuration_lines_name_what_differs_besides_the_optimizer_and_the_clipping():
+    """Issue 33 items 4 and 5: the sides differ in lr, weight decay and betas, and every Tiger and LAMB step is clipped
+    from a raw gradient norm far above 1 (so Tiger's momentum averages unit-norm gradients)."""
+    lines = {l.split(":")[0].strip(): l for l in A5.configuration_lines(R.load_runs(R.committed_path("optim")))}
+    assert "peak lr 0.001 (appendix A's, not swept); weight decay 0.1" in lines["adamw"]
+    for o in ("tiger", "lamb"):
+        assert "peak lr 0.003 (sweep S); weight decay 0.01" in lines[o]
+        low = float(re.search(r"lowest ([\d.]+)", lines[o]).group(1))
+        assert low > 10 and "clipped to norm 1 before every step" in lines[o]
+    assert "beta 0.965" in lines["tiger"] and "betas (0.9, 0.999), eps 1e-06" in lines["lamb"]
