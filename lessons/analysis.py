@@ -661,8 +661,11 @@ def explain_control(control):
     meaning = {"small sigma": "the control, with logn's small sigma and no self-logit, lags ortho while logn is shown "
                               "not to lag the control: the small sigma is the cause",
                "self-logit": "logn lags the control, which has the same small sigma and is shown not to lag ortho: the "
-                             "tied self-logit is the cause",
-               "both": "logn lags the control and the control lags ortho: both the self-logit and the small sigma",
+                             "rules name the tied self-logit; but the control also differs from logn by its head's "
+                             "trainable d x d matrix P (noted 2026-11-26), so what they name is the control's whole "
+                             "difference from logn, the self-logit confounded with P",
+               "both": "logn lags the control and the control lags ortho: both the small sigma and the control's "
+                       "difference from logn (the self-logit, confounded with the control's matrix P)",
                "undecided": "the two comparisons don't name a cause (no lag, or a lag whose partner comparison is "
                             "inconclusive)"}[v]
     return f"The control (why logn is slow): {v}: {meaning}. {_gap(lc)} ({lc['word']}); {_gap(co)} ({co['word']})."
@@ -903,6 +906,9 @@ def fragile_lines(name, claim, delta):
     a PENDING verdict."""
     if claim["verdict"] == "PENDING":
         return None
+    bad = [r for r in claim["rows"] + [claim.get("slow") or {}] if r.get("word", "").startswith("invalid")]
+    if bad:
+        return f"no reading: {bad[0]['a']} - {bad[0]['b']} is {bad[0]['word']}"
     f = verdict_flip(name, claim)
     if f is None:
         return f"robust: no shift of its comparisons changes {claim['verdict']}"

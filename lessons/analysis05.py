@@ -459,7 +459,7 @@ def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
             out.append(f"{name}, {window}: invalid (a non-finite value)")
             continue
         big = max(("logn", "control"), key=scale.get)
-        out.append(f"{name}, {window}: mean logit scale " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
+        out.append(f"{name}, {window}: mean g d rms(E) " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
                    + f"; mean {what} " + ", ".join(f"{a} {loss[a]:.3f}" for a in arms)
                    + f" -> of logn and the control, {big} has the larger g d rms(E) (P not counted) and the "
                    + ("lower" if loss[big] < loss[({"logn", "control"} - {big}).pop()] else "higher") + " loss")
@@ -810,9 +810,13 @@ def branch_weight_lines(branches):
             continue
         w, b = logged(r, "resid_rms"), logged(r, "branch_ratio")
         first, last, peak = min(w), max(w), max(b, key=b.get)
+        cross = next((t for t in sorted(b) if b[t] > 1), None)
+        above = cross is not None and all(b[t] > 1 for t in b if t >= cross)
         out.append(f"{o:5} logn (seed 1): the branches' weights, rms {w[first]:.3e} at step {first} -> {w[last]:.3e} at "
                    f"step {last} ({w[last] / w[first]:.3g}x); what they add, branch_ratio {b[100]:.2f} at step 100, "
-                   f"largest {b[peak]:.2f} at step {peak}, {b[max(b)]:.2f} at step {max(b)}")
+                   f"largest {b[peak]:.2f} at step {peak}, {b[max(b)]:.2f} at step {max(b)}"
+                   + (f"; above 1 at every logged step from {cross} to {max(b)}" if above else
+                      f"; first above 1 at step {cross}"))
     return out
 
 

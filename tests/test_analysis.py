@@ -476,6 +476,8 @@ def test_a_single_comparisons_word_follows_the_same_rule():
     assert A.fragile_lines("logn - control", one, -r95 + 1e-4).startswith("FRAGILE")
     assert A.fragile_lines("logn - control", one, -r95 - 1e-4).startswith("robust")
     assert A.fragile_lines("x", dict(verdict="PENDING", rows=[]), 0.005) is None
+    broken = dict(a="logn", b="control", **A.compare([0.1, float("nan"), 0.2]))
+    assert A.fragile_lines("x", dict(verdict=broken["word"], rows=[broken]), 0.005).startswith("no reading")
 
 
 def test_splitting_the_claims_into_rows_and_verdicts_changed_no_verdict():

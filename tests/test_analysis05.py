@@ -306,7 +306,7 @@ def test_scale_against_loss_reads_each_window_at_its_own_steps_and_refuses_diver
           "ortho": {s: run(lambda t: 0.02, lambda t: 6.4 - t / 1000) for s in (1, 2)}}
     start, half = A5.scale_against_loss("tiger", by)
     # steps 10-200: logn's scale 768 x mean(0.0121 .. 0.014) = 10.0 < control's 10.8
-    assert start.startswith("tiger, steps 10-200") and "logn 10.0, control 10.8" in start
+    assert start.startswith("tiger, steps 10-200: mean g d rms(E) logn 10.0, control 10.8")
     assert start.endswith("control has the larger g d rms(E) (P not counted) and the lower loss")
     # first half = evaluations at steps 100-400: logn 768 x mean(0.013, 0.014, 0.015, 0.016) = 11.1
     assert "evaluations to step 400" in half and "logn 11.1, control 10.8" in half
@@ -605,6 +605,7 @@ def test_the_branch_weight_lines_set_the_weights_rms_beside_what_the_branches_ad
     tiger, lamb = (next(l for l in lines if l.startswith(o)) for o in ("tiger", "lamb"))
     assert "1.038e-04 at step 190 (1.04x)" in tiger and "6.91 at step 100, largest 10.02 at step 130, 4.00 at step 190" in tiger
     assert "(1.02x)" in lamb and "5.54 at step 100, largest 6.37 at step 90, 3.15 at step 190" in lamb
+    assert tiger.endswith("above 1 at every logged step from 70 to 190") and lamb.endswith("from 60 to 190")
 
 
 def test_the_configuration_lines_name_what_differs_besides_the_optimizer_and_the_clipping():
