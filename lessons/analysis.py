@@ -61,7 +61,7 @@ The claims' verdicts: SUPPORTED / CONTRADICTED / INCONCLUSIVE (or PENDING with t
     Claims 3 and 4 are also reported on `last` (the val loss at the final step), beside `best`: secondary, for
     description (two statistics double the chances of a false CONTRADICTED; the verdicts on `best` are the answer).
 
-The causal control (why logn is slow, if it is)
+The causal control (why logn is slow, if it is)   [see "The control's confound", added 2026-11-26, below]
     control = ortho at logn's sigma = ln(n)/d. logn - control differ only in the self-logit (same sigma);
     control - ortho (sigma = 0.02) differ only in sigma (same head). On early, "lags" meaning the word "A higher":
     - "small sigma": control lags ortho, and logn does not lag the control.
@@ -121,12 +121,34 @@ prints it beside the pair's own standard error over seeds and against the margin
 inside +-MARGIN). Reporting in words (explain, explain_control) was reworded the same day after a review:
 wording only, no verdict changed.
 
+Added 2026-11-26, AFTER all the data of lessons 04 and 05 (now appendices A and B), on issue 33's review: ONE rule
+for a FRAGILE verdict. Reporting only: it changes no verdict, and it was written knowing which verdicts it would mark.
+    A verdict is FRAGILE when shifting the comparisons it reads, each by at most delta nats, changes it. A comparison
+    shifts as a whole (every seed's difference by the same amount, so its mean and all its intervals move together),
+    and each comparison may shift by its own amount. So a verdict that ANY one of several comparisons can decide
+    (CONTRADICTED) is fragile only when every comparison that decides it lies within delta of its bar; a verdict that
+    needs ALL of them (SUPPORTED, the control's named causes) is fragile when any one does; and a verdict that names
+    nothing (INCONCLUSIVE, the control's 'undecided') is fragile when a near miss within delta would decide it.
+    delta = twice one measured paired difference's error in that setting (appendix B section 2: the whole split's for
+    early, best and last, the dense subset's for start), never less than FRAGILE_EDGE = 0.005 nats; FRAGILE_EDGE alone
+    where no error was measured. It applies to every verdict, the control's included, and to a single comparison's
+    word. verdict_flip() finds the smallest shift that changes a verdict; fragile_lines() prints it.
+    Why a new rule: the older check (fragility(), used by appendix A) skipped the control and every undecided verdict,
+    flagged a CONTRADICTED verdict when any ONE of its deciding comparisons was near its bar (though another decided it
+    alone), and used the fixed 0.005 where appendix B's prose used twice the measurement error.
+
+The control's confound (added 2026-11-26, after the data, on issue 33's review): "logn - control differ only in the
+self-logit" (above) is not so. The control is ortho's head, h' = h P, whose d x d matrix P is trained; logn has no such
+matrix. So logn - control differ in the self-logit AND in a learned matrix in the head, and the verdict 'self-logit'
+names the control's whole difference from logn, not the self-logit alone. P's norm was never logged.
+
 Tests of the rules themselves (tests/test_analysis.py): on synthetic curves where every arm is equal plus seed
 noise, "different" is said at most ~5% of the time (2,000 draws, fixed RNG) and the claims' verdicts are rarely
 wrong; with a planted difference of a few noise units the rules detect it most of the time.
 """
 
 import functools
+import itertools
 import math
 import os
 import sys
@@ -237,7 +259,7 @@ def compare(diffs, k=1, margin=MARGIN, alpha=ALPHA):
     else:
         word = "inconclusive"
     bonf = "higher" if cib[0] > 0 else "lower" if cib[1] < 0 else None
-    return dict(out, word=word, ci95=ci95, ci90=ci90, ci_bonferroni=cib, bonferroni=bonf, alike=inside)
+    return dict(out, word=word, ci95=ci95, ci90=ci90, ci_bonferroni=cib, bonferroni=bonf, alike=inside, k=k)
 
 
 def paired(a_runs, b_runs, stat):
@@ -275,16 +297,17 @@ def claim_slowest(by_arm, fixes=CORE_FIXES, slow="logn", stat="early"):
     k = len(fixes)
     rows = [dict(a=slow, b=f, **compare(paired(by_arm[slow], by_arm[f], stat), k=k))
             for f in _present(by_arm, fixes)] if by_arm.get(slow) else []
-    verdict = _verdict_or_pending(by_arm, [slow] + list(fixes), rows)
-    if verdict:
-        pass
-    elif all(r["word"] == "A higher" for r in rows):
-        verdict = "SUPPORTED"
-    elif any(r["bonferroni"] == "lower" or r["alike"] for r in rows):
-        verdict = "CONTRADICTED"
-    else:
-        verdict = "INCONCLUSIVE"
+    verdict = _verdict_or_pending(by_arm, [slow] + list(fixes), rows) or slowest_verdict(rows)
     return dict(verdict=verdict, stat=stat, rows=rows, waiting=missing_arms(by_arm, [slow] + list(fixes)))
+
+
+def slowest_verdict(rows):
+    """Claim 1's verdict from its decided rows (every arm present, >= MIN_SEEDS paired seeds each)."""
+    if all(r["word"] == "A higher" for r in rows):
+        return "SUPPORTED"
+    if any(r["bonferroni"] == "lower" or r["alike"] for r in rows):
+        return "CONTRADICTED"
+    return "INCONCLUSIVE"
 
 
 def claim_alike(by_arm, names, stat):
@@ -292,16 +315,17 @@ def claim_alike(by_arm, names, stat):
     k = len(_pairs(names))
     rows = [dict(a=a, b=b, **compare(paired(by_arm[a], by_arm[b], stat), k=k))
             for a, b in _pairs(_present(by_arm, names))]
-    verdict = _verdict_or_pending(by_arm, names, rows)
-    if verdict:
-        pass
-    elif all(r["alike"] for r in rows):
-        verdict = "SUPPORTED"
-    elif any(r["bonferroni"] and not r["alike"] for r in rows):
-        verdict = "CONTRADICTED"
-    else:
-        verdict = "INCONCLUSIVE"
+    verdict = _verdict_or_pending(by_arm, names, rows) or alike_verdict(rows)
     return dict(verdict=verdict, stat=stat, rows=rows, waiting=missing_arms(by_arm, names))
+
+
+def alike_verdict(rows):
+    """Claims 2 and 3's verdict from their decided rows."""
+    if all(r["alike"] for r in rows):
+        return "SUPPORTED"
+    if any(r["bonferroni"] and not r["alike"] for r in rows):
+        return "CONTRADICTED"
+    return "INCONCLUSIVE"
 
 
 def claim_no_gain(by_arm, fixes=["logn"] + CORE_FIXES, base="tied", stat="best"):
@@ -309,24 +333,26 @@ def claim_no_gain(by_arm, fixes=["logn"] + CORE_FIXES, base="tied", stat="best")
     (amendment b): each row's `no_gain` says F - tied was shown to be above -MARGIN (90% interval's lower end),
     `gain` that F is lower than tied with its Bonferroni interval below 0, `worse` that its 95% interval is above 0."""
     k = len(fixes)
-    rows = []
-    if by_arm.get(base):
-        for f in _present(by_arm, fixes):
-            r = dict(a=f, b=base, **compare(paired(by_arm[f], by_arm[base], stat), k=k))
-            no_gain = bool(r["ci90"] and r["ci90"][0] > -MARGIN)
-            r.update(no_gain=no_gain, gain=r["bonferroni"] == "lower" and not no_gain,
-                     worse=bool(r["word"].startswith("A higher") and not r["alike"]))
-            rows.append(r)
-    verdict = _verdict_or_pending(by_arm, [base] + list(fixes), rows)
-    if verdict:
-        pass
-    elif any(r["gain"] for r in rows):
-        verdict = "CONTRADICTED"
-    elif all(r["no_gain"] for r in rows):
-        verdict = "SUPPORTED"
-    else:
-        verdict = "INCONCLUSIVE"
+    rows = [no_gain_row(dict(a=f, b=base, **compare(paired(by_arm[f], by_arm[base], stat), k=k)))
+            for f in _present(by_arm, fixes)] if by_arm.get(base) else []
+    verdict = _verdict_or_pending(by_arm, [base] + list(fixes), rows) or no_gain_verdict(rows)
     return dict(verdict=verdict, stat=stat, rows=rows, waiting=missing_arms(by_arm, [base] + list(fixes)))
+
+
+def no_gain_row(r):
+    """Claim 4's reading of one comparison F - tied (amendment b), added to its row."""
+    no_gain = bool(r["ci90"] and r["ci90"][0] > -MARGIN)
+    return dict(r, no_gain=no_gain, gain=r["bonferroni"] == "lower" and not no_gain,
+                worse=bool(r["word"].startswith("A higher") and not r["alike"]))
+
+
+def no_gain_verdict(rows):
+    """Claim 4's verdict from its decided rows."""
+    if any(r["gain"] for r in rows):
+        return "CONTRADICTED"
+    if all(r["no_gain"] for r in rows):
+        return "SUPPORTED"
+    return "INCONCLUSIVE"
 
 
 def control_verdict(by_arm, stat="early"):
@@ -337,26 +363,28 @@ def control_verdict(by_arm, stat="early"):
     lc = dict(a="logn", b="control", **compare(paired(by_arm["logn"], by_arm["control"], stat)))
     co = dict(a="control", b="ortho", **compare(paired(by_arm["control"], by_arm["ortho"], stat)))
     lo = dict(a="logn", b="ortho", **compare(paired(by_arm["logn"], by_arm["ortho"], stat)))
-    if "pending" in (lc["word"], co["word"], lo["word"]):
-        verdict = "PENDING"
-    elif lo["word"] != "A higher":  # amendment e: nothing to explain
-        verdict = "logn not slow"
-    else:
-        def lags(r):
-            return r["word"] == "A higher"
-
-        def shown_not_to_lag(r):  # amendment c: the 90% interval's upper end below +MARGIN
-            return r["ci90"] is not None and r["ci90"][1] < MARGIN
-
-        if lags(lc) and lags(co):
-            verdict = "both"
-        elif lags(lc) and shown_not_to_lag(co):
-            verdict = "self-logit"
-        elif lags(co) and shown_not_to_lag(lc):
-            verdict = "small sigma"
-        else:
-            verdict = "undecided"
+    verdict = "PENDING" if "pending" in (lc["word"], co["word"], lo["word"]) else control_word(lc, co, lo)
     return dict(verdict=verdict, stat=stat, rows=[lc, co], slow=lo, waiting=[])
+
+
+def control_word(lc, co, lo):
+    """The control's verdict from its decided comparisons logn - control, control - ortho and logn - ortho."""
+    if lo["word"] != "A higher":  # amendment e: nothing to explain
+        return "logn not slow"
+
+    def lags(r):
+        return r["word"] == "A higher"
+
+    def shown_not_to_lag(r):  # amendment c: the 90% interval's upper end below +MARGIN
+        return r["ci90"] is not None and r["ci90"][1] < MARGIN
+
+    if lags(lc) and lags(co):
+        return "both"
+    if lags(lc) and shown_not_to_lag(co):
+        return "self-logit"
+    if lags(co) and shown_not_to_lag(lc):
+        return "small sigma"
+    return "undecided"
 
 
 def all_claims(by_arm, extra=EXTRA_FIXES):
@@ -633,8 +661,11 @@ def explain_control(control):
     meaning = {"small sigma": "the control, with logn's small sigma and no self-logit, lags ortho while logn is shown "
                               "not to lag the control: the small sigma is the cause",
                "self-logit": "logn lags the control, which has the same small sigma and is shown not to lag ortho: the "
-                             "tied self-logit is the cause",
-               "both": "logn lags the control and the control lags ortho: both the self-logit and the small sigma",
+                             "rules name the tied self-logit; but the control also differs from logn by its head's "
+                             "trainable d x d matrix P (noted 2026-11-26), so what they name is the control's whole "
+                             "difference from logn, the self-logit confounded with P",
+               "both": "logn lags the control and the control lags ortho: both the small sigma and the control's "
+                       "difference from logn (the self-logit, confounded with the control's matrix P)",
                "undecided": "the two comparisons don't name a cause (no lag, or a lag whose partner comparison is "
                             "inconclusive)"}[v]
     return f"The control (why logn is slow): {v}: {meaning}. {_gap(lc)} ({lc['word']}); {_gap(co)} ({co['word']})."
@@ -786,6 +817,106 @@ def fragility(name, claims, edge=FRAGILE_EDGE):
     if other and other["verdict"] not in ("PENDING", c["verdict"]):
         out.append(f"{other['verdict']} when bert and channel are counted")
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Added 2026-11-26, AFTER all of lessons 04's and 05's data (issue 33): one rule for a fragile verdict, applied to
+# every verdict (see the module docstring). fragility() above is lesson 04's older check, kept for appendix A.
+
+_BARS = (0.0, MARGIN, -MARGIN)  # every threshold a rule reads an interval end against
+_ENDS = (("ci95", "95%"), ("ci90", "90%"), ("ci_bonferroni", "Bonferroni"))
+
+
+def _kind(name, claim):
+    """Which rule gave a verdict: 'control' (it has the logn - ortho row), '1', '2' (claims 2 and 3), '4', or 'one' (a
+    single comparison's word)."""
+    if "slow" in claim:
+        return "control"
+    return {"1": "1", "2": "2", "3": "2", "4": "4"}.get(name[:1], "one")
+
+
+def _verdict_of(kind, rows):
+    """The verdict the rules give a claim's decided rows (rows of the control: logn - control, control - ortho and
+    logn - ortho)."""
+    return {"control": lambda: control_word(*rows), "1": lambda: slowest_verdict(rows),
+            "2": lambda: alike_verdict(rows), "4": lambda: no_gain_verdict(rows),
+            "one": lambda: rows[0]["word"]}[kind]()
+
+
+def _shift(kind, row, s):
+    """A comparison as if every seed's difference were `s` nats larger: its mean and all its intervals move by s."""
+    r = dict(row, **compare(np.asarray(row["diffs"], float) + s, k=row.get("k", 1)))
+    return no_gain_row(r) if kind == "4" else r
+
+
+def _state(r):
+    """What the verdict rules read from a comparison (two rows in the same state give the same verdicts)."""
+    return (r["word"], r["bonferroni"], r["alike"], r.get("no_gain"), r.get("gain"),
+            r["ci90"] is not None and r["ci90"][1] < MARGIN)
+
+
+def _ends(row):
+    """[(label, end)] of a comparison's intervals (its Bonferroni interval only where it differs from the 95% one)."""
+    return [(label, end) for key, label in _ENDS if key != "ci_bonferroni" or row.get("k", 1) > 1
+            for end in (row.get(key) or ())]
+
+
+def _crossings(row, s):
+    """The interval ends that a shift s carries across a bar: [(interval, end, bar)], the last one crossed first."""
+    out = [(abs(bar - end), label, end, bar) for label, end in _ends(row) for bar in _BARS
+           if s and 0 < (bar - end) / s <= 1]
+    return [(label, end, bar) for _, label, end, bar in sorted(out, reverse=True)]
+
+
+def verdict_flip(name, claim, radius=None):
+    """The smallest shift that changes claim `name`'s verdict (`claim` one value of all_claims, or dict(verdict,
+    rows=[one compare row]) for a single comparison): each comparison the verdict reads may move by its own shift
+    (every seed's difference by the same amount, so its mean and intervals move together); the distance is the
+    largest of those shifts. Returns dict(distance, to, moves=[(row, shift, crossings)]) with the fewest comparisons
+    moved, or None when no shift within `radius` (default: any) changes the verdict. PENDING verdicts: None."""
+    kind = _kind(name, claim)
+    rows = claim["rows"] + ([claim["slow"]] if kind == "control" else [])
+    if claim["verdict"] == "PENDING" or not rows or any(r.get("ci90") is None for r in rows):
+        return None
+    options = []
+    for r in rows:  # per comparison: each state it can reach, with the smallest shift that reaches it
+        cuts = sorted({bar - end for _, end in _ends(r) for bar in _BARS} - {0.0}, key=abs)
+        best = {_state(r): (0.0, r)}
+        for c in cuts:
+            if radius is not None and abs(c) > radius:
+                break
+            s = c + math.copysign(1e-9, c)  # just past the bar
+            moved = _shift(kind, r, s)
+            best.setdefault(_state(moved), (s, moved))
+        options.append(sorted(best.values(), key=lambda x: abs(x[0])))
+    found = None
+    for combo in itertools.product(*options):
+        dist = max(abs(s) for s, _ in combo)
+        if found and (dist, sum(s != 0 for s, _ in combo)) >= (found["distance"], len(found["moves"])):
+            continue
+        to = _verdict_of(kind, [m for _, m in combo])
+        if to != claim["verdict"]:
+            found = dict(distance=dist, to=to, moves=[(r, s, _crossings(r, s)) for r, (s, _) in zip(rows, combo) if s])
+    return found
+
+
+def fragile_lines(name, claim, delta):
+    """The rule of 2026-11-26 applied to one verdict: FRAGILE when a shift of at most `delta` nats in the comparisons
+    it reads changes it (verdict_flip), else robust; either way the smallest shift that would. One line, or None for
+    a PENDING verdict."""
+    if claim["verdict"] == "PENDING":
+        return None
+    bad = [r for r in claim["rows"] + [claim.get("slow") or {}] if r.get("word", "").startswith("invalid")]
+    if bad:
+        return f"no reading: {bad[0]['a']} - {bad[0]['b']} is {bad[0]['word']}"
+    f = verdict_flip(name, claim)
+    if f is None:
+        return f"robust: no shift of its comparisons changes {claim['verdict']}"
+    how = "; ".join(f"{r['a']} - {r['b']} by {s:+.4f} ({c[0][0]} end {c[0][1]:+.4f} past {c[0][2]:+g})"
+                    for r, s, c in f["moves"])
+    word = "FRAGILE" if f["distance"] <= delta else "robust"
+    return f"{word}: {claim['verdict']} -> {f['to']} with a shift of {f['distance']:.4f} {'<=' if word == 'FRAGILE' else '>'} " \
+           f"{delta:.4f}: {how}"
 
 
 def alike_power(sd, k, margin=MARGIN, alpha=ALPHA, draws=4000, rng=0):

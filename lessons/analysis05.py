@@ -1,7 +1,9 @@
 """
 Lesson 05's campaign, "the optimizer decides": its plan and its statistics, fixed before its data. This docstring
 and reproduce.py's 'optim' plan were committed on 2026-11-25 before the first run of that scale started; a rule
-added later is marked so, with its date.
+added later is marked so, with its date. (Since 2026-11-26 lesson 05 is lessons/appendix_b_the_optimizer_campaign.ipynb
+and lesson 04 is appendix A, the AdamW campaign. Its title overreached: the data show that the optimizer's whole
+CONFIGURATION decides, not yet that the step's relativity does; see the corrections of 2026-11-26 at the end.)
 
 The question
     Lesson 04 found, under AdamW, that logn is NOT the slowest fix (claim 1 CONTRADICTED at sigma = 0.02 and
@@ -30,6 +32,10 @@ arm, first loss over 64 val windows with branches at std s, against the same mod
     ~0.66 x peak lr x 1000, so at peak 1e-3 the branches grow at most 1.9x (the model stays nearly a 2-gram model
     for the whole run) and at 1e-2 at most ~700x. The lr therefore decides whether the branches ever matter, and
     the sweep S, judged on tied's val loss, takes that into account.
+    [Corrected 2026-11-26, after the data (issue 33): the bound is on the branches' WEIGHTS, and the two inferences
+    from it above - "the model stays nearly a 2-gram model" and "the lr decides whether the branches ever matter" -
+    read weight size as function. At lr 3e-3 the weights grew only 1.04x by step 190 under Tiger, yet the branches
+    added 6.91 times the embedding at step 100 (branch_weight_lines): a coherent change of tiny weights.]
 
 Check B, bf16 (run first; decides the campaign's dtype)
     Arms tied (sigma = 0.02) and logn, seed 1, 300 steps of the same schedule (max_iters = 300: the warmup and a
@@ -153,6 +159,36 @@ its own logit), written before these three runs: what the branches add (explorat
     Of it we saw only logn's branch_ratio at steps 0-20 while it ran (adamw 0.45 at step 0; tiger 0.21 at step 0;
     lamb 0.21, 0.21, 0.23 at steps 0, 10, 20), and check C on its two finished records (emb_turn and self_logit
     equal to the committed runs' exactly). The three runs were re-made at the commit with the fix; nothing above changed.
+
+Corrections of 2026-11-26, made after all the data on issue 33's review (wording and reporting only: no verdict
+changes, no run was added; each is printed in appendix B where it applies)
+    1. Weight size is not function. resid_rms (the branches' weights) hardly grows under Tiger and LAMB, but
+       branch_ratio (what they add) passes 1 by step 60-70 and peaks near 10 (Tiger) and 6 (LAMB): from then on these
+       models are far from the 2-gram model. branch_weight_lines prints both; no sentence may infer the model's
+       function from the weights' rms.
+    2. The logit scale g d rms(E) leaves out the trainable d x d matrix P of ortho's head (and the control's). A
+       relative step bounds P's Frobenius norm, not its operator norm (rank_one_growth: 100 steps at 3e-3 on one
+       rank-1 gradient, Frobenius x1.05, operator norm x8.5 at d = 768, under Tiger and LAMB alike). P's norm was
+       never logged, so section 6's "logn's scale reaches / stays below ortho's" compares logn's whole scale with part
+       of ortho's. And the control differs from logn by P as well as by the self-logit, so the control verdict
+       'self-logit' names the control's whole difference (analysis.py, "The control's confound").
+    3. Fragility: one rule for every verdict, analysis.py's of 2026-11-26 (verdict_flip, fragile_lines), with delta =
+       twice one measurement's error of section 2 (fragile_delta, fragility_lines). Written after the data, knowing
+       which verdicts it would mark.
+    4. "The optimizer decides": the two sides also differ in the peak lr (3e-3 from sweep S against AdamW's 1e-3,
+       not swept), the weight decay (0.01 inside a relative step against AdamW's decoupled 0.1) and the betas
+       (configuration_lines). The data show that the optimizer's configuration decides; relativity is not yet shown
+       to be the cause.
+    5. Gradient clipping to norm 1.0 runs before every step of every optimizer (train.py). Under Tiger and LAMB the
+       raw norm is far above 1 at every logged step, so each step's gradient enters the optimizer at unit norm and
+       Tiger's momentum averages unit-norm gradients. Neither reference (tiger.py; You et al.'s Algorithm 2) clips.
+       configuration_lines prints the raw norms.
+    6. Per-row bounds. Tiger steps E row by row, so each row's norm changes by at most a factor (1 + lr_t) a step and
+       turns by at most about lr_t radians. LAMB bounds only the whole tensor's norm (|dE| = lr_t |E|): one row can
+       grow or turn more than lr_t, the more the more unevenly Adam's direction spreads over the rows. So T1's bound
+       ('a relative step turns a row by at most ~lr_t radians', above) is exact for Tiger (where T1 tested it), not for
+       LAMB, and section 1's bound on the largest logit, e^(2 sum lr_t) under LAMB, holds for the mean logit scale
+       g d rms(E), and for the largest logit only while LAMB's step spreads evenly over E's rows and the gain's entries.
 """
 
 import functools
@@ -337,7 +373,8 @@ def steps_to_budget(config, total):
 
 
 def branch_growth(runs_by_seed):
-    """How far the residual branches grew: the median over seeds of the last logged resid_rms over the first."""
+    """How far the residual branches' WEIGHTS grew: the median over seeds of the last logged resid_rms over the first.
+    Weights, not function: a coherent change of tiny weights can add a lot to the residual stream (branch_lines)."""
     return float(np.median([analysis.last_logged(r, "resid_rms") / r["history"][0]["resid_rms"]
                             for r in runs_by_seed.values()]))
 
@@ -349,9 +386,11 @@ def _first_at_or_above(steps, values, level):
 
 def mechanism_lines(name, by_arm, ratio):
     """Section 6's reading of one setting, means over seeds: when logn's rms(E) reaches 0.02 and when its logit scale
-    g d rms(E) first reaches ortho's (the sigma = 0.02 head without a self-logit), each beside the earliest step a
-    relative optimizer's budget allows (`ratio` = 0.02 d / ln n; steps_to_budget, logit_scale_budget); its gain g and
-    how far its branches grew by the end. Reporting only."""
+    g d rms(E) first reaches ortho's g d rms(E) (the sigma = 0.02 head without a self-logit), each beside the earliest
+    step a relative optimizer's budget allows (`ratio` = 0.02 d / ln n; steps_to_budget, logit_scale_budget); its gain g
+    and how far its branches' weights grew by the end. Reporting only. Corrected 2026-11-26 (issue 33): ortho's logit
+    scale is g d rms(E) times up to the operator norm of its trainable d x d matrix P, which these runs never logged, so
+    the comparison is with part of ortho's scale only, and the line says so."""
     logn = by_arm.get("logn")
     if not logn:
         return []
@@ -378,12 +417,14 @@ def mechanism_lines(name, by_arm, ratio):
         gap = [vl[sl.tolist().index(t)] - vo[so.tolist().index(t)] for t in common]
         at = _first_at_or_above(common, gap, 0.0)
         g = np.mean([analysis.last_logged(r, "lnf_gain") for r in logn.values()])
-        out.append(f"{name}: logn's logit scale g d rms(E) " + (f"reaches ortho's at step {at}" if at is not None else
-                   "stays below ortho's") + (bound(logit_scale_budget(c['optimizer'], ratio)) + " against the fixed 15.4"
-                                             if relative else "") + f"; logn's gain g ends at {g:.2f}")
+        out.append(f"{name}: logn's logit scale g d rms(E) " + (f"reaches ortho's g d rms(E) at step {at}" if at is not
+                   None else "stays below ortho's g d rms(E)") + " (ortho's without its matrix P, whose norm was not logged)"
+                   + (bound(logit_scale_budget(c['optimizer'], ratio)) + " against the fixed 15.4" if relative else "")
+                   + f"; logn's gain g ends at {g:.2f}")
     out += scale_against_loss(name, by_arm)
     if all(r["history"][0].get("resid_rms") for r in logn.values()):
-        out.append(f"{name}: logn's residual branches grew {branch_growth(logn):.3g}x (median over seeds)")
+        out.append(f"{name}: logn's residual branches' weights (resid_rms) grew {branch_growth(logn):.3g}x (median over "
+                   f"seeds; weights, not what the branches add)")
     return out
 
 
@@ -392,7 +433,8 @@ def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
     2026-11-25 after Tiger's seeds 1-2 (P2's own test is the pre-registered control - ortho comparison): on two windows,
     START_STEPS with 'start' and the first half (early's steps, 0 < t <= max_iters / 2) with 'early', each arm's mean
     logit scale beside its mean loss (means over seeds), and which of logn and the control has the larger scale and
-    which the lower loss. Scale and loss are both outcomes of training: an association, not a cause. Lines saying
+    which the lower loss. The scale is g d rms(E): for the control and ortho it leaves out their head's trainable d x d
+    matrix P (never logged; corrected 2026-11-26, issue 33), and the lines say so. Scale and loss are both outcomes of training: an association, not a cause. Lines saying
     'invalid' if a run diverged; [] if an arm is missing or its runs did not log the gain."""
     if not all(by_arm.get(a) for a in arms) or \
             any(r["history"][0].get("lnf_gain") is None for a in arms for r in by_arm[a].values()):
@@ -417,9 +459,9 @@ def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
             out.append(f"{name}, {window}: invalid (a non-finite value)")
             continue
         big = max(("logn", "control"), key=scale.get)
-        out.append(f"{name}, {window}: mean logit scale " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
+        out.append(f"{name}, {window}: mean g d rms(E) " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
                    + f"; mean {what} " + ", ".join(f"{a} {loss[a]:.3f}" for a in arms)
-                   + f" -> of logn and the control, {big} has the larger scale and the "
+                   + f" -> of logn and the control, {big} has the larger g d rms(E) (P not counted) and the "
                    + ("lower" if loss[big] < loss[({"logn", "control"} - {big}).pop()] else "higher") + " loss")
     return out
 
@@ -438,7 +480,8 @@ def differs(claims_):
 
 def sweep_lines(runs):
     """Sweep S as printable lines: per relative optimizer, each lr's best val loss of tied, the schedule's budget, how
-    far the residual branches and the embedding grew, and the lr the rule chose."""
+    far the weights of the residual branches and of the embedding grew (their rms: weights, not function), and the lr
+    the rule chose."""
     out = []
     for opt in RELATIVE:
         rs = sorted((r for r in runs if r["group"].startswith(f"sweep {opt} ")), key=lambda r: r["config"]["lr"])
@@ -450,7 +493,7 @@ def sweep_lines(runs):
                 out.append(head + f"   DIVERGED at step {r['diverged_at_step']}")
                 continue
             grow = {k: analysis.last_logged(r, k) / r["history"][0][k] for k in ("resid_rms", "emb_rms")}
-            out.append(head + f"   grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
+            out.append(head + f"   weights' rms grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
         pick = pick_lr({r["config"]["lr"]: r["best_val"] for r in rs})
         out.append(f"  {opt}: " + (f"lr {pick['lr']:g} chosen" if pick["lr"] else f"waiting for lr {pick['next']}"))
     return out
@@ -499,6 +542,32 @@ def ranking_lines(name, by_arm, stat, arms=None):
     return out
 
 
+MEASURED_PAIRS = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
+
+
+def measurement_error(by_arm, windows, subset, block=8):
+    """One measured paired difference's error, as precision_lines prints it: for claim 1's and the control's pairs and
+    every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
+    errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
+    subset, n), or None when no such pair has window losses."""
+    from train import subset_windows
+    idx = subset_windows(windows, subset)
+
+    def se(ra, rb, keep=None):
+        pick = lambda r: {"val_windows_last": [r["val_windows_last"][i] for i in keep] if keep is not None
+                          else r["val_windows_last"]}
+        return max(analysis.measurement_noise(pick(ra), pick(rb), k) for k in (1, block))
+
+    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
+            for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
+            for s in sorted(set(by_arm[a]) & set(by_arm[b]))
+            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
+    if not rows:
+        return None
+    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    return dict(whole=whole, subset=sub, n=len(rows))
+
+
 def precision_lines(name, by_arm, windows, subset, block=8):
     """How much of a paired difference is measurement and how much is seed (the project's standard: measurement noise
     small next to seed noise), for claim 1's pairs and the control's. Measurement: for each such pair and seed whose
@@ -509,31 +578,20 @@ def precision_lines(name, by_arm, windows, subset, block=8):
     differences on 'early' (whole split) and 'start' (subset), pooled, with its degrees of freedom. "small" when the
     error is at most half that sd: a threshold chosen with this check, after Tiger's seeds 1-2. Descriptive. The
     errors are the final model's; in the first half, where the gaps are large, they may be larger."""
-    from train import subset_windows
-    pairs = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
-    idx = subset_windows(windows, subset)
-
-    def se(ra, rb, keep=None):
-        pick = lambda r: {"val_windows_last": [r["val_windows_last"][i] for i in keep] if keep is not None
-                          else r["val_windows_last"]}
-        return max(analysis.measurement_noise(pick(ra), pick(rb), k) for k in (1, block))
-
-    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
-            for a, b in pairs if by_arm.get(a) and by_arm.get(b) for s in sorted(set(by_arm[a]) & set(by_arm[b]))
-            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
-    if not rows:
+    err = measurement_error(by_arm, windows, subset, block)
+    if err is None:
         return [f"{name}: none of claim 1's or the control's pairs has per-window val losses: no measurement error here"]
-    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    whole, sub = err["whole"], err["subset"]
     out = [f"{name}: one measured paired difference (claim 1's and the control's pairs, at the last step) errs by "
            f"{whole:.4f} nats on the whole split ({windows} windows) and {sub:.4f} on the {subset}-window subset (the "
-           f"larger of the per-window and blocks-of-{block} errors; median over {len(rows)} pairs x seeds)"]
+           f"larger of the per-window and blocks-of-{block} errors; median over {err['n']} pairs x seeds)"]
     for stat, err in (("early", whole), ("start", sub)):
         if not any(h.get("val_subset_loss") is not None for rs in by_arm.values() for r in rs.values()
                    for h in r["history"]) and stat == "start":
             out.append(f"  {stat:5}: not measured in these runs")
             continue
         ss, df, bad = 0.0, 0, 0
-        for a, b in pairs:
+        for a, b in MEASURED_PAIRS:
             if by_arm.get(a) and by_arm.get(b):
                 d = np.asarray(analysis.paired(by_arm[a], by_arm[b], stat), float)
                 if not np.isfinite(d).all():
@@ -548,6 +606,35 @@ def precision_lines(name, by_arm, windows, subset, block=8):
         out.append(f"  {stat:5}: the seeds scatter those differences by sd {sd:.4f} (pooled, {df} degrees of freedom): "
                    f"error / sd = {err / sd:.2f}, {'small' if err <= sd / 2 else 'not small'} next to the seed noise "
                    f"(small: at most half){note}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The fragility rule, added 2026-11-26 AFTER all the data (issue 33; see the docstring): reporting, no verdict changes
+
+def fragile_delta(by_arm, windows, subset):
+    """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
+    the whole split's for early, best and last, the dense subset's for start), never below analysis.FRAGILE_EDGE; where
+    nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
+    err = measurement_error(by_arm, windows, subset)
+    edge = analysis.FRAGILE_EDGE
+    if err is None:
+        return {st: edge for st in ("early", "best", "last", "start")}, \
+            f"no measured error: FRAGILE_EDGE {edge}"
+    delta = {st: max(edge, 2 * err["whole"]) for st in ("early", "best", "last")}
+    delta["start"] = max(edge, 2 * err["subset"])
+    return delta, f"twice one measurement's error: {delta['early']:.4f} (whole split), {delta['start']:.4f} (subset)"
+
+
+def fragility_lines(name, verdicts, delta, names):
+    """Every verdict of `names` in one setting under the 2026-11-26 rule: FRAGILE or robust, with the smallest shift
+    of its comparisons that changes it (analysis.fragile_lines) against the statistic's delta."""
+    out = []
+    for claim in names:
+        c = verdicts.get(claim)
+        line = c and analysis.fragile_lines(claim, c, delta[c["stat"]])
+        if line:
+            out.append(f"  {claim:34} {line}")
     return out
 
 
@@ -705,3 +792,82 @@ def branch_lines(branches, turn):
                      + ", ".join(f"{z[s]:.2f}" for s in BRANCH_STEPS)
                      + f"; the ratio first above 1 at step {cross}, largest at step {peak} ({b[peak]:.2f})")
     return lines
+
+
+# ----------------------------------------------------------------------------------------------------
+# Added 2026-11-26 after all the data, on issue 33's review: what the report had read wrongly. Reporting only.
+
+def branch_weight_lines(branches):
+    """Weights are not function. Per optimizer, from section 10's re-made logn runs (seed 1, steps 0-190): the rms of
+    the branches' weights (resid_rms) at the first and last logged step, beside what the branches ADD to the final
+    norm's input (branch_ratio) at step 100, at its largest and at the last step. Under a relative step the weights
+    hardly move while what they add grows past the embedding: a coherent change of tiny weights (section 6 shows the
+    same for a d x d matrix)."""
+    out = []
+    for o in ("tiger", "lamb", "adamw"):
+        r = branches.get(o, {}).get("logn")
+        if not r:
+            continue
+        w, b = logged(r, "resid_rms"), logged(r, "branch_ratio")
+        first, last, peak = min(w), max(w), max(b, key=b.get)
+        cross = next((t for t in sorted(b) if b[t] > 1), None)
+        above = cross is not None and all(b[t] > 1 for t in b if t >= cross)
+        out.append(f"{o:5} logn (seed 1): the branches' weights, rms {w[first]:.3e} at step {first} -> {w[last]:.3e} at "
+                   f"step {last} ({w[last] / w[first]:.3g}x); what they add, branch_ratio {b[100]:.2f} at step 100, "
+                   f"largest {b[peak]:.2f} at step {peak}, {b[max(b)]:.2f} at step {max(b)}"
+                   + (f"; above 1 at every logged step from {cross} to {max(b)}" if above else
+                      f"; first above 1 at step {cross}"))
+    return out
+
+
+def configuration_lines(runs):
+    """What differs between the optimizers besides the step's relativity (issue 33): per main group, the lr, the weight
+    decay and how it is applied, the betas and eps (optim.py's reference constants for Tiger and LAMB, the run's Config
+    for AdamW), and the gradient clipping that runs before every step, with the raw gradient norm logged before it
+    (train.py logs clip_grad_norm_'s return value): median over the group's logged steps, and the lowest."""
+    import optim
+    import torch
+    adam_eps = torch.optim.AdamW([torch.zeros(1, requires_grad=True)]).defaults["eps"]
+    how = {"adamw": "decoupled, x lr", "tiger": "decoupled, x the RMS-scaled step", "lamb": "inside r, so under the trust ratio"}
+    out = []
+    for opt in ("adamw", "tiger", "lamb"):
+        rs = [r for r in runs if r["group"] == opt]
+        if not rs:
+            continue
+        c = rs[0]["config"]
+        wd = c.get("weight_decay")
+        wd = optim.DEFAULT_WEIGHT_DECAY[opt] if wd is None else wd
+        betas = {"adamw": f"betas ({c['beta1']:g}, {c['beta2']:g}), eps {adam_eps:g}",
+                 "tiger": f"beta {optim.TIGER_BETA:g} (one momentum, no second moment)",
+                 "lamb": f"betas ({optim.LAMB_BETAS[0]:g}, {optim.LAMB_BETAS[1]:g}), eps {optim.LAMB_EPS:g}"}[opt]
+        lrs = sorted({r["config"]["lr"] for r in rs})
+        norms = [h["grad_norm"] for r in rs for h in r["history"] if h.get("grad_norm") is not None]
+        clip = sorted({r["config"]["grad_clip"] for r in rs})
+        out.append(f"{opt:5}: peak lr {', '.join(f'{x:g}' for x in lrs)} ("
+                   + ("appendix A's, not swept" if opt == "adamw" else "sweep S") + f"); weight decay {wd:g} ({how[opt]}); "
+                   + betas + f"; gradient clipped to norm {', '.join(f'{x:g}' for x in clip)} before every step: the raw "
+                   f"norm's median {np.median(norms):.1f}, lowest {min(norms):.2f} ({len(norms)} logged steps of "
+                   f"{len(rs)} runs)")
+    return out
+
+
+def rank_one_growth(make, d=768, lr=3e-3, steps=100, seed=0):
+    """What a relative step bounds, and what it doesn't. A d x d matrix P, orthogonal at init (as ortho's head is),
+    takes `steps` steps at a constant `lr` on one fixed rank-1 gradient -u v^T (a gradient that keeps pointing the same
+    way), with the optimizer `make(params, lr)` builds (no weight decay). Returns (|P_T|_F / |P_0|_F,
+    |P_T|_op / |P_0|_op): the Frobenius norm, which the relative step bounds by e^(steps lr), and the operator norm, the
+    most P can stretch one direction, which it does not bound: each step adds a rank-1 matrix of Frobenius norm about
+    lr |P|_F, and those add up in ONE direction, so |P|_op grows by about steps lr |P|_F = steps lr sqrt(d) while |P|_F
+    grows by only sqrt(1 + (steps lr)^2)."""
+    import torch
+    gen = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen))
+    u, v = torch.randn(d, 1, generator=gen), torch.randn(d, 1, generator=gen)
+    grad = -(u @ v.T) / (u.norm() * v.norm())
+    p = torch.nn.Parameter(q.clone())
+    opt = make([p], lr)
+    for _ in range(steps):
+        p.grad = grad.clone()
+        opt.step()
+    norms = lambda m, o: float(torch.linalg.matrix_norm(m, ord=o))  # noqa: E731
+    return norms(p.detach(), "fro") / norms(q, "fro"), norms(p.detach(), 2) / norms(q, 2)

@@ -399,3 +399,92 @@ def test_shared_error_line_names_the_fixes_a_shared_error_would_unsettle_and_whe
     assert "borrowed" not in A.shared_error_line("sigma=d^-1/2", c4, meas)
     assert A.shared_error_line("sigma=0.02", dict(c4, verdict="INCONCLUSIVE"), meas) is None
     assert A.shared_error_line("sigma=0.02", c4, []) is None
+
+
+# --- the fragility rule of 2026-11-26 (added after the data): one rule for every verdict --------------------------
+
+def planted(mean, half90):
+    """Three seeds' differences whose mean is `mean` and whose 90% t interval is mean +- half90."""
+    sd = half90 * math.sqrt(3) / A.t_quantile(0.95, 2)
+    return {1: mean - sd, 2: mean, 3: mean + sd}
+
+
+def test_planted_differences_have_the_planted_interval():
+    r = A.compare(list(planted(0.01, 0.008).values()))
+    assert r["ci90"] == pytest.approx((0.002, 0.018))
+
+
+def control_with(co_upper90, half90=0.01):
+    """logn far behind the control and ortho; control - ortho with its 90% interval's upper end at `co_upper90`."""
+    co = planted(co_upper90 - half90, half90)
+    by = {"ortho": {s: 0.0 for s in co}, "control": co, "logn": {s: co[s] + 0.3 + 0.01 * s for s in co}}
+    return A.control_verdict(by, stat=lambda v: v)
+
+
+def test_a_control_verdict_whose_deciding_end_clears_the_bar_by_a_hair_is_fragile_and_one_that_clears_it_well_is_not():
+    """The LAMB case of issue 33: 'self-logit' needs the control shown not to lag ortho (90% upper end below +0.02);
+    an end at +0.018 is fragile at delta 0.005 (a shift of 0.002 undoes it), an end at +0.010 is not (0.010 needed)."""
+    near, far = control_with(0.018), control_with(0.010)
+    assert near["verdict"] == far["verdict"] == "self-logit"
+    flip = A.verdict_flip("control: why logn is slow", near)
+    assert flip["to"] == "undecided" and flip["distance"] == pytest.approx(0.002, abs=1e-6)
+    assert A.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: self-logit -> undecided")
+    assert A.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust: self-logit -> undecided")
+    assert A.fragile_lines("control: why logn is slow", far, 0.0232).startswith("FRAGILE")  # twice a measured error
+
+
+def test_an_undecided_verdict_that_misses_its_bar_by_a_hair_is_fragile_too():
+    """The Tiger case: 'undecided' because control - ortho's 90% upper end is +0.0228, 0.0028 above the bar."""
+    near, far = control_with(0.0228, 0.02), control_with(0.035, 0.02)  # 95% lower ends -0.027, -0.015: no lag
+    assert near["verdict"] == far["verdict"] == "undecided"
+    assert A.verdict_flip("control: why logn is slow", near)["distance"] == pytest.approx(0.0028, abs=1e-6)
+    assert A.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: undecided -> self-logit")
+    assert A.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust")
+
+
+def claim2_with(first_end, second_end):
+    """Claim 2 CONTRADICTED by two pairs that differ: untied - shuffle and ortho - shuffle, each with its Bonferroni
+    interval's upper end at the given (negative) value; untied - ortho in between, inconclusive."""
+    k = 3   # Bonferroni half-width 0.06: the 90% interval is then wider than the margin's 0.04, so never "alike"
+    sd = 0.06 * math.sqrt(3) / A.t_quantile(1 - 0.05 / k / 2, 2)
+    us = {s: first_end - 0.06 + sd * z for s, z in zip((1, 2, 3), (-1, 0, 1))}
+    os_ = {s: second_end - 0.06 + sd * z for s, z in zip((1, 2, 3), (-1, 0, 1))}
+    by = {"shuffle": {s: 0.0 for s in us}, "untied": us, "ortho": os_}
+    return A.claim_alike(by, ["untied", "ortho", "shuffle"], lambda v: v)
+
+
+def test_a_verdict_that_any_one_comparison_decides_is_fragile_only_when_every_deciding_comparison_is_near_its_bar():
+    """The LAMB claim 2 case: CONTRADICTED by untied - shuffle (Bonferroni end -0.031) and by ortho - shuffle (-0.002).
+    The near one alone can't undo it: robust. When both ends are near, it is fragile."""
+    one_near = claim2_with(-0.031, -0.002)
+    assert one_near["verdict"] == "CONTRADICTED"
+    flip = A.verdict_flip("2 other fixes converge alike", one_near)
+    assert flip["distance"] == pytest.approx(0.031, abs=1e-6)
+    assert A.fragile_lines("2 other fixes converge alike", one_near, 0.0232).startswith("robust")
+    assert A.fragility("2 other fixes converge alike", {"2 other fixes converge alike": one_near})  # the old check did
+    both_near = claim2_with(-0.004, -0.002)
+    assert A.fragile_lines("2 other fixes converge alike", both_near, 0.005).startswith("FRAGILE: CONTRADICTED")
+
+
+def test_a_single_comparisons_word_follows_the_same_rule():
+    """Section 7 of appendix B reads single comparisons: an 'A lower' whose 95% upper end is -0.002 is fragile."""
+    r = dict(a="logn", b="control", **A.compare(list(planted(-0.02, 0.012).values())))
+    r95 = r["ci95"][1]
+    assert r["word"] == "A lower" and r95 < 0
+    one = dict(verdict=r["word"], rows=[r])
+    assert A.verdict_flip("logn - control", one)["distance"] == pytest.approx(-r95, abs=1e-6)
+    assert A.fragile_lines("logn - control", one, -r95 + 1e-4).startswith("FRAGILE")
+    assert A.fragile_lines("logn - control", one, -r95 - 1e-4).startswith("robust")
+    assert A.fragile_lines("x", dict(verdict="PENDING", rows=[]), 0.005) is None
+    broken = dict(a="logn", b="control", **A.compare([0.1, float("nan"), 0.2]))
+    assert A.fragile_lines("x", dict(verdict=broken["word"], rows=[broken]), 0.005).startswith("no reading")
+
+
+def test_splitting_the_claims_into_rows_and_verdicts_changed_no_verdict():
+    """The rule recomputes verdicts from shifted rows with the claims' own row-level functions: unshifted, they give
+    the verdicts the claims gave."""
+    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=0.1), seeds=3, seed_sd=0.03, run_sd=0.005, rng=5)
+    claims = A.all_claims(A.by_arm(runs))
+    for name, c in claims.items():
+        rows = c["rows"] + ([c["slow"]] if "slow" in c else [])
+        assert A._verdict_of(A._kind(name, c), rows) == c["verdict"], name

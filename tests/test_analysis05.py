@@ -156,7 +156,7 @@ def test_sweep_lines_say_what_grew_and_which_lr_was_chosen():
         r["history"][-1].update(resid_rms=1e-3, emb_rms=0.03)
         runs.append(r)
     lines = A5.sweep_lines(runs)
-    assert sum("best val" in l for l in lines) == 8 and "branches  10.00x" in lines[0]
+    assert sum("best val" in l for l in lines) == 8 and "weights' rms grew: branches  10.00x" in lines[0]
     assert "  tiger: lr 0.01 chosen" in lines and "  lamb: lr 0.01 chosen" in lines
 
 
@@ -234,8 +234,9 @@ def test_mechanism_lines_read_when_logn_catches_up_against_the_budget():
           "ortho": {s: run((0.02, 0.02, 0.02, 0.02), (1.0, 1.0, 1.0, 1.0)) for s in (1, 2)}}
     lines = A5.mechanism_lines("tiger", by, 0.02 * 768 / math.log(11706))
     assert "reaches 0.02 at step 300" in lines[0] and "can't before step 2" in lines[0]
-    assert "reaches ortho's at step 200" in lines[1] and "ends at 1.50" in lines[1]
-    assert "grew 1.3x" in lines[2]
+    assert "reaches ortho's g d rms(E) at step 200" in lines[1] and "ends at 1.50" in lines[1]
+    assert "without its matrix P, whose norm was not logged" in lines[1]  # ortho's scale also has P (issue 33)
+    assert "weights (resid_rms) grew 1.3x" in lines[2] and "not what the branches add" in lines[2]
     assert A5.mechanism_lines("x", {"ortho": by["ortho"]}, 1.64) == []
 
 
@@ -305,11 +306,11 @@ def test_scale_against_loss_reads_each_window_at_its_own_steps_and_refuses_diver
           "ortho": {s: run(lambda t: 0.02, lambda t: 6.4 - t / 1000) for s in (1, 2)}}
     start, half = A5.scale_against_loss("tiger", by)
     # steps 10-200: logn's scale 768 x mean(0.0121 .. 0.014) = 10.0 < control's 10.8
-    assert start.startswith("tiger, steps 10-200") and "logn 10.0, control 10.8" in start
-    assert start.endswith("control has the larger scale and the lower loss")
+    assert start.startswith("tiger, steps 10-200: mean g d rms(E) logn 10.0, control 10.8")
+    assert start.endswith("control has the larger g d rms(E) (P not counted) and the lower loss")
     # first half = evaluations at steps 100-400: logn 768 x mean(0.013, 0.014, 0.015, 0.016) = 11.1
     assert "evaluations to step 400" in half and "logn 11.1, control 10.8" in half
-    assert half.endswith("logn has the larger scale and the higher loss")
+    assert half.endswith("logn has the larger g d rms(E) (P not counted) and the higher loss")
     by["logn"][2]["diverged_at_step"] = 300
     assert A5.scale_against_loss("tiger", by) == ["tiger: logit scale against loss: invalid (a run diverged)"]
     assert A5.scale_against_loss("tiger", {"logn": by["logn"]}) == []
@@ -542,3 +543,78 @@ def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
         peak = max(b[o], key=b[o].get)
         assert 90 <= peak <= 130 and 3 <= b[o][190] <= 4.1 and z[o][190] > z[o][peak] + 2  # peaks, falls back; climbs
         assert b[o][50] < 1 and z[o][50] > 7 and b[o][100] > 5
+
+
+def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
+    """Appendix B section 5 labels every verdict with the one fragility rule (analysis.py's docstring: added 2026-11-26,
+    after the data): FRAGILE when shifts of at most twice one measurement's error (whole split: Tiger 0.0230, LAMB
+    0.0231; never below 0.005) in the comparisons it reads change it. Pinned here with the shift each verdict needs, so
+    that the prose about them (the control's verdicts by a hair; LAMB claim 4 just inside; Tiger claim 2 just outside;
+    LAMB claim 2 decided by untied - shuffle alone) fails when the data or the rule change."""
+    runs = R.load_runs(R.committed_path("optim"))
+    by = A5.settings(runs)
+    by["adamw (lesson 04)"] = analysis.settings("d768", R.load_runs(R.committed_path("d768")))["sigma=0.02"]
+    one = next(r for r in runs if "val_windows_last" in r)
+    windows, subset = len(one["val_windows_last"]), one["config"]["dense_val_windows"]
+    said = {  # setting: {claim: (FRAGILE?, the smallest shift that changes it)}
+        "tiger": {"1 logn slowest": (False, 0.1548), "2 other fixes converge alike": (False, 0.0252),
+                  "3 all fixes end alike": (False, 0.0247), "4 no final gain over tied": (True, 0.0184),
+                  "control: why logn is slow": (True, 0.0028), "control (start, secondary)": (True, 0.0129)},
+        "lamb": {"1 logn slowest": (False, 0.0708), "2 other fixes converge alike": (False, 0.0312),
+                 "3 all fixes end alike": (False, 0.0488), "4 no final gain over tied": (True, 0.0230),
+                 "control: why logn is slow": (True, 0.0018), "control (start, secondary)": (True, 0.0193)},
+        "adamw (lesson 04)": {"1 logn slowest": (False, 0.0172), "2 other fixes converge alike": (True, 0.0014),
+                              "4 no final gain over tied": (False, 0.0067), "control: why logn is slow": (False, 0.0884)},
+    }
+    for name, expected in said.items():
+        v = A5.claims(by[name])
+        delta, _ = A5.fragile_delta(by[name], windows, subset)
+        for claim, (fragile, shift) in expected.items():
+            line = analysis.fragile_lines(claim, v[claim], delta[v[claim]["stat"]])
+            assert line.startswith("FRAGILE" if fragile else "robust"), (name, claim, line)
+            assert analysis.verdict_flip(claim, v[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)
+    lamb2 = analysis.verdict_flip("2 other fixes converge alike", A5.claims(by["lamb"])["2 other fixes converge alike"])
+    assert {(r["a"], r["b"]) for r, _, _ in lamb2["moves"]} >= {("untied", "shuffle")}  # it must move, by 0.0312
+    # section 7: AdamW at rule R's init, logn - control 'A lower' by a hair (its 95% interval ends at -0.0021)
+    new = by["adamw (residual_std=1e-4)"]
+    delta, _ = A5.fragile_delta(new, windows, subset)
+    for (a, b), fragile in {("logn", "control"): True, ("logn", "ortho"): False, ("control", "ortho"): False}.items():
+        r = dict(a=a, b=b, **analysis.compare(analysis.paired(new[a], new[b], "early")))
+        line = analysis.fragile_lines(f"{a} - {b}", dict(verdict=r["word"], rows=[r]), delta["early"])
+        assert line.startswith("FRAGILE" if fragile else "robust"), (a, b, line)
+
+
+def test_a_relative_step_bounds_a_matrixs_frobenius_norm_but_not_its_operator_norm():
+    """Issue 33: 100 relative steps at lr 3e-3 on one rank-1 gradient, on an orthogonal 64 x 64 matrix (ortho's P at a
+    small d): the Frobenius norm grows by about sqrt(1 + 0.3^2) = 1.04 (bound e^0.3 = 1.35), the operator norm by about
+    sqrt(1 + (0.3 sqrt 64)^2) = 2.6, under Tiger and under LAMB alike; AdamW's absolute step grows both far more."""
+    from optim import Lamb, Tiger
+    import torch
+    for make in (lambda p, lr: Tiger(p, lr=lr, weight_decay=0.0), lambda p, lr: Lamb(p, lr=lr, weight_decay=0.0)):
+        fro, op = A5.rank_one_growth(make, d=64)
+        assert fro == pytest.approx(math.sqrt(1 + 0.3 ** 2), abs=0.01) and fro < math.exp(0.3)
+        assert op == pytest.approx(math.sqrt(1 + (0.3 * 8) ** 2), rel=0.05)
+    fro, op = A5.rank_one_growth(lambda p, lr: torch.optim.AdamW(p, lr=lr, weight_decay=0.0), d=64)
+    assert fro > math.exp(0.3)  # an absolute step is bounded by neither
+
+
+def test_the_branch_weight_lines_set_the_weights_rms_beside_what_the_branches_add():
+    """Issue 33 item 1, pinned to section 10's re-made logn runs: under Tiger the branches' weights grow 1.04x by step
+    190 while what they add is 6.91 times the embedding at step 100, 10.02 at its largest, 4.00 at step 190."""
+    lines = A5.branch_weight_lines(A5.turn_runs(R.load_runs(R.committed_path("turn")), branches=True))
+    tiger, lamb = (next(l for l in lines if l.startswith(o)) for o in ("tiger", "lamb"))
+    assert "1.038e-04 at step 190 (1.04x)" in tiger and "6.91 at step 100, largest 10.02 at step 130, 4.00 at step 190" in tiger
+    assert "(1.02x)" in lamb and "5.54 at step 100, largest 6.37 at step 90, 3.15 at step 190" in lamb
+    assert tiger.endswith("above 1 at every logged step from 70 to 190") and lamb.endswith("from 60 to 190")
+
+
+def test_the_configuration_lines_name_what_differs_besides_the_optimizer_and_the_clipping():
+    """Issue 33 items 4 and 5: the sides differ in lr, weight decay and betas, and every Tiger and LAMB step is clipped
+    from a raw gradient norm far above 1 (so Tiger's momentum averages unit-norm gradients)."""
+    lines = {l.split(":")[0].strip(): l for l in A5.configuration_lines(R.load_runs(R.committed_path("optim")))}
+    assert "peak lr 0.001 (appendix A's, not swept); weight decay 0.1" in lines["adamw"]
+    for o in ("tiger", "lamb"):
+        assert "peak lr 0.003 (sweep S); weight decay 0.01" in lines[o]
+        low = float(re.search(r"lowest ([\d.]+)", lines[o]).group(1))
+        assert low > 10 and "clipped to norm 1 before every step" in lines[o]
+    assert "beta 0.965" in lines["tiger"] and "betas (0.9, 0.999), eps 1e-06" in lines["lamb"]
