@@ -615,9 +615,10 @@ ROW_WINDOWS = 16  # the fixed val windows self_logit is measured on (1,024 posit
 @torch.no_grad()
 def emb_turn(E, E0):
     """The mean over the rows w_i of E of their angle to their init w_i(0), in radians: atan2(|w_i x w_i(0)|,
-    w_i . w_i(0)), where in d dimensions |a x b| = |a - (a . b^) b^| |b|. A relative step moves a row by at most
-    lr_t |w_i| (Tiger: exactly, row by row), which turns it by at most ~lr_t radians: under Tiger the turn is at most
-    the sum of lr_t, whatever the row's size. AdamW moves each entry by ~lr: a row of rms sigma by up to ~lr / sigma.
+    w_i . w_i(0)), where in d dimensions |a x b| = |a - (a . b^) b^| |b|. Tiger moves each row by exactly
+    lr_t |w_i| (row by row; plus its decay), which turns it by at most ~lr_t radians: under Tiger the turn is at most
+    the sum of lr_t, whatever the row's size. LAMB bounds only the whole tensor's step (lr_t |E|), so one row can move
+    or turn by more. AdamW moves each entry by ~lr: a row of rms sigma by up to ~lr / sigma.
     (A turn alone does not lower the row's own logit: see self_logit.)"""
     E, E0 = E.detach().double(), E0.detach().double()
     u0 = E0 / E0.norm(dim=1, keepdim=True)
