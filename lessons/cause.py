@@ -340,3 +340,34 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
     out.append(f"(c) tiger 2 x 2: {v['verdict']}; embedding effect {_fmt(dict(v['E'], a='E', b='0'))}; "
                f"body effect {_fmt(dict(v['B'], a='B', b='0'))}")
     return out
+
+
+PREDICTIONS = {  # the docstring's, one line per part: what each hypothesis expects (written before the data)
+    "(a) self-logit without P": dict(H_R="(says nothing)", H_S="(says nothing)", H_C="(says nothing)"),
+    "(b) Tiger's twin": dict(H_R="relativity decides", H_S="depends on the lr (lag at 3e-3, none at its own lr)",
+                              H_C="relativity is not needed"),
+    "(b) LAMB's twin": dict(H_R="relativity decides", H_S="depends on the lr (lag at 3e-3, none at its own lr)",
+                             H_C="relativity is not needed"),
+    "(c) Tiger 2 x 2": dict(H_R="the embedding's relativity carries the lag", H_S="neither", H_C="neither"),
+}
+
+
+def side_by_side(new_runs, committed_runs, stat=PRIMARY):
+    """The predictions of each hypothesis beside the verdict the rules give (PENDING until the runs are in)."""
+    cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
+    got = {"(a) self-logit without P": " / ".join(f"{o}: {verdict_a(cs, o, stat)['verdict']}" for o in ("tiger", "lamb")),
+           "(b) Tiger's twin": verdict_b(cs, "tiger", picks["tiger"]["lr"], stat)["verdict"],
+           "(b) LAMB's twin": verdict_b(cs, "lamb", picks["lamb"]["lr"], stat)["verdict"],
+           "(c) Tiger 2 x 2": verdict_c(cs, stat)["verdict"]}
+    return [f"{part}: verdict {got[part]} | H_R expects {p['H_R']}; H_S {p['H_S']}; H_C {p['H_C']}"
+            for part, p in PREDICTIONS.items()]
+
+
+def opnorm_curves(new_runs):
+    """{run id: (steps, head_opnorm)} of every new run that logged P's operator norm (ortho arms)."""
+    out = {}
+    for r in new_runs:
+        rows = [h for h in r["history"] if h.get("head_opnorm") is not None]
+        if rows:
+            out[r["id"]] = ([h["step"] for h in rows], [h["head_opnorm"] for h in rows])
+    return out
