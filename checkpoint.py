@@ -187,7 +187,8 @@ def check_run_settings(path, saved, config):
     now = dataclasses.asdict(config)
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     a, b = run_settings(saved, defaults), run_settings(now, defaults)
-    diff = [k for k in RUN_FIELDS if a[k] != b[k]]
+    # dtype: train.setup records the resolved one; 'auto' is a checkpoint from before it did (not known what ran)
+    diff = [k for k in RUN_FIELDS if a[k] != b[k] and not (k == "dtype" and "auto" in (a[k], b[k]))]
     if not diff:
         return
 

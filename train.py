@@ -542,6 +542,7 @@ def setup(c, log, held):
     master = rank == 0
     log = log if master else (lambda *a, **k: None)
     device, dtype, autocast = setup_device(c, local_rank, ddp)
+    c = dataclasses.replace(c, dtype=dtype)  # what runs, not 'auto': config.json and ckpt.pt record it, resume compares it
     if ddp and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     if c.batch_size % world:

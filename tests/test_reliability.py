@@ -111,6 +111,14 @@ def test_every_setting_that_changes_what_is_computed_or_logged_is_checked_on_res
     T.load_checkpoint(str(made / "ckpt.pt"), config(**same))  # and the same settings resume
 
 
+def test_a_run_records_the_dtype_it_ran_in_not_auto(made):
+    """dtype=auto picks bfloat16 on a GPU that has it, float32 elsewhere: the checkpoint and config.json record the one
+    that ran, so a run made in bfloat16 on a GPU is not resumed in float32 on a CPU without a word."""
+    ran = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
+    assert torch.load(made / "ckpt.pt", weights_only=True)["config"]["dtype"] == ran
+    assert json.loads((made / "config.json").read_text())["config"]["dtype"] == ran
+
+
 def test_extending_a_run_keeps_its_schedule_or_is_refused(data_dir, tmp_path):
     """lr_decay_iters=None means max_iters: a larger max_iters would stretch the cosine the run was on. So the
     extension is refused with the flag that keeps the schedule, and with that flag the extended run is the run made
