@@ -478,9 +478,11 @@ def check_corpus_for_comparison(scale):
     committed = load_runs(committed_path(scale))
     if not committed:
         return
-    c = config_for(plan(scale, committed)[0][2])
-    c2, meta = load_data(c, log=lambda *a: None)[:2]
-    now, then = corpus_of(dict(corpus=corpus_identity(meta, c2.vocab_size))), corpus_of(committed[0])
+    g, a, o = plan(scale, committed)[0]
+    c2, meta = load_data(config_for(o), log=lambda *a: None)[:2]
+    now = corpus_of(dict(corpus=corpus_identity(meta, c2.vocab_size)))
+    twin = next((r for r in committed if r["id"] == run_id(g, a, o["seed"])), None)  # n depends on the run's vocab
+    then = corpus_of(twin) if twin is not None else dict(corpus_of(committed[0]), n=None)
     if corpus_difference(then, now):
         raise SystemExit(f"reproduce.py: the committed {scale} runs were made on {_corpus_words(then)}, but this "
                          f"machine prepares {_corpus_words(now)}: a re-run could not be compared with them. Put Tiny "
