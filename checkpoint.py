@@ -6,17 +6,34 @@ Checkpoints and the run's folder: how train.py makes sure nothing is lost and no
   classmate can't run code on your machine (tested with a booby-trapped pickle).
 - It is written atomically (a temporary file, then a rename), so a kill or a full disk mid-write keeps the
   previous one; and it is refused, in one line, when it was made for another model, optimizer or dataset.
-- An out_dir belongs to one run at a time (a lock), and a fresh run never overwrites an earlier run's checkpoint.
+- A resumed run is the run that was checkpointed, or it is refused: every setting that changes what is computed or
+  logged (RUN_FIELDS) must be the checkpoint's, so that nothing splices two runs into one metrics file.
+- What it holds is checked field by field before any of it is used (check_contents, check_model_state,
+  check_optimizer_state): a checkpoint that loads but holds the wrong thing is one line naming the field.
+- An out_dir belongs to one run at a time (a lock), and a fresh run never overwrites an earlier run's checkpoint;
+  --overwrite=true removes it before the new run starts, so a kill can't leave the old run there to resume.
 """
 
 import dataclasses
+import math
 import os
 
 import torch
 
+from optim import DEFAULT_WEIGHT_DECAY
 from tiedgpt import GPTConfig
 
 MODEL_FIELDS = [f.name for f in dataclasses.fields(GPTConfig)]
+# Training settings that change what a run computes or logs. A resumed run must have the checkpoint's, compared as
+# they act (run_settings: None stands for the value it resolves to), or its metrics would splice two runs. Free to
+# change: max_iters (extending a run is resuming it with a larger one; the cosine's length, lr_decay_iters, is
+# compared resolved, so a run whose lr_decay_iters was None, i.e. its max_iters, is extended with
+# --lr_decay_iters=<its old max_iters>), and what changes where or how fast it runs, not what it computes beyond
+# float rounding: device, compile, fused_adamw, fused_loss, sample_tokens, out_dir.
+RUN_FIELDS = ("seed", "data_seed", "batch_size", "dtype", "optimizer", "relative", "lr", "min_lr", "warmup_iters",
+              "lr_decay_iters", "weight_decay", "beta1", "beta2", "grad_clip", "eval_interval", "eval_iters",
+              "eval_full_val", "dense_val_until", "dense_val_windows", "log_interval", "log_rows")
+RESOLVED = dict(data_seed="seed", min_lr="lr/10", lr_decay_iters="max_iters", weight_decay="the optimizer's")
 
 
 class TrainingError(RuntimeError):
@@ -35,15 +52,18 @@ class Diverged(TrainingError):
 CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_rng", "tokens", "loss_sum", "n_summed")
 
 
-def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0):
+def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0, emb0=None):
     """Write ckpt.pt atomically: to ckpt.pt.tmp, then rename. A kill or a full disk mid-write leaves the previous
     checkpoint intact (and the .tmp is removed). `data` identifies the dataset (see data_identity); tokens,
-    loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have."""
+    loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have; emb0 (log_rows: E
+    at init, what emb_turn is measured from) lets it measure from the same reference."""
     state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=step,
                  config=dataclasses.asdict(config), data=data, data_rng=gen.get_state(),
                  torch_rng=torch.get_rng_state(), tokens=int(tokens), loss_sum=float(loss_sum),
                  n_summed=int(n_summed),
                  cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+    if emb0 is not None:
+        state["emb0"] = emb0
     tmp = path + ".tmp"
     try:
         torch.save(state, tmp)
@@ -57,9 +77,11 @@ def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, l
                             f"(the previous checkpoint, if any, is kept)") from None
 
 
-def load_checkpoint(path, config, data=None):
+def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     """Load ckpt.pt, refusing one that is corrupt, is not a tiedgpt checkpoint (anything but tensors and plain
-    values, such as a pickle that would run code), was made for another model, or on other data."""
+    values, such as a pickle that would run code), holds the wrong contents (check_contents; with model and
+    optimizer also check_model_state and check_optimizer_state), was made for another model, by a run with other
+    settings (RUN_FIELDS), or on other data. Every refusal is one line that names the field."""
     if not os.path.exists(path):
         raise TrainingError(f"--resume: no checkpoint at {path}")
     try:
@@ -73,8 +95,9 @@ def load_checkpoint(path, config, data=None):
     if not isinstance(state, dict) or any(k not in state for k in CKPT_KEYS) or not isinstance(state["config"], dict):
         raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (made by another program, or by an "
                             f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
+    check_contents(path, state)
     saved = state["config"]
-    same_weights = ("dropout", "fused_loss")  # may change between runs: they don't change the weights' meaning
+    same_weights = ("fused_loss",)  # may change between runs: the same numbers up to float rounding (tested)
     diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
             if k not in same_weights and saved.get(k) != getattr(config, k)]
     if diff:
@@ -88,25 +111,205 @@ def load_checkpoint(path, config, data=None):
         diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in data.items() if state["data"].get(k) != v]
         raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
                             f"silently fine-tune it on this data. Start a new run with another --out_dir instead")
+    check_run_settings(path, saved, config)
+    if state["step"] > config.max_iters:
+        raise TrainingError(f"--resume: {path} is at step {state['step']}, past --max_iters={config.max_iters}: "
+                            f"give --max_iters={state['step']} or more")
+    if model is not None:
+        check_model_state(path, state, model)
+    if optimizer is not None:
+        check_optimizer_state(path, state["optimizer"], optimizer, model)
     return state
+
+
+def damaged(path, what):
+    """The one line for a checkpoint whose contents are wrong."""
+    return TrainingError(f"--resume: {path} is damaged: {what}; resume from another checkpoint, or start a new run "
+                         f"(--overwrite=true, or another --out_dir)")
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_state(v):
+    """A random generator's state: a uint8 tensor of the length torch's CPU generator (Mersenne Twister) uses."""
+    return torch.is_tensor(v) and v.dtype == torch.uint8 and v.dim() == 1 and v.numel() == torch.get_rng_state().numel()
+
+
+def check_contents(path, state):
+    """The plain fields of a checkpoint have the types and ranges save_checkpoint writes."""
+    checks = [("step", _is_int(state["step"]) and state["step"] >= 0, "a whole number >= 0"),
+              ("tokens", _is_int(state["tokens"]) and state["tokens"] >= 0, "a whole number >= 0"),
+              ("n_summed", _is_int(state["n_summed"]) and state["n_summed"] >= 0, "a whole number >= 0"),
+              ("loss_sum", isinstance(state["loss_sum"], (int, float)) and not isinstance(state["loss_sum"], bool)
+               and math.isfinite(state["loss_sum"]), "a finite number"),
+              ("data", isinstance(state["data"], dict), "a dict"),
+              ("model", isinstance(state["model"], dict), "a dict of tensors"),
+              ("optimizer", isinstance(state["optimizer"], dict) and isinstance(state["optimizer"].get("state"), dict)
+               and isinstance(state["optimizer"].get("param_groups"), list)
+               and all(isinstance(g, dict) and isinstance(g.get("params"), list)
+                       for g in state["optimizer"]["param_groups"]),
+               "an optimizer's state dict (state and param_groups)"),
+              ("data_rng", _is_state(state["data_rng"]), f"a generator state ({torch.get_rng_state().numel()} bytes)"),
+              ("torch_rng", _is_state(state["torch_rng"]), f"a generator state ({torch.get_rng_state().numel()} bytes)"),
+              ("cuda_rng", state.get("cuda_rng") is None or (isinstance(state["cuda_rng"], list) and all(
+                  torch.is_tensor(t) and t.dtype == torch.uint8 for t in state["cuda_rng"])),
+               "None or a list of generator states")]
+    for field, ok, want in checks:
+        if not ok:
+            v = state[field] if field in state else None
+            shown = (f"a {v.dtype} tensor of {v.numel()} values" if torch.is_tensor(v) else repr(v)[:40])
+            raise damaged(path, f"its {field} is {shown}, not {want}")
+
+
+def run_settings(cfg, defaults):
+    """RUN_FIELDS of a config dict as they act: data_seed None is the seed, min_lr None lr/10, lr_decay_iters None
+    max_iters, weight_decay None the optimizer's default (optim.DEFAULT_WEIGHT_DECAY); dense_val_windows is moot
+    (None) without dense_val_until. A field an older checkpoint lacks has the default it had before it existed."""
+    s = {k: cfg.get(k, defaults.get(k)) for k in RUN_FIELDS}
+    if s["data_seed"] is None:
+        s["data_seed"] = s["seed"]
+    if s["min_lr"] is None and isinstance(s["lr"], (int, float)):
+        s["min_lr"] = s["lr"] / 10
+    if s["lr_decay_iters"] is None:
+        s["lr_decay_iters"] = cfg.get("max_iters", defaults.get("max_iters"))
+    if s["weight_decay"] is None:
+        s["weight_decay"] = DEFAULT_WEIGHT_DECAY.get(s["optimizer"])
+    if not s["dense_val_until"]:
+        s["dense_val_windows"] = None
+    return s
+
+
+def check_run_settings(path, saved, config):
+    """Refuse, in one line, a resumed run whose RUN_FIELDS differ from the checkpoint's: it names each setting, both
+    values, and the flags that resume the checkpointed run."""
+    now = dataclasses.asdict(config)
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    a, b = run_settings(saved, defaults), run_settings(now, defaults)
+    # dtype: train.setup records the resolved one; 'auto' is a checkpoint from before it did (not known what ran)
+    diff = [k for k in RUN_FIELDS if a[k] != b[k] and not (k == "dtype" and "auto" in (a[k], b[k]))]
+    if not diff:
+        return
+
+    def shown(cfg, res, k):
+        raw = cfg.get(k, defaults.get(k))
+        return f"{raw!r}" if raw == res[k] or k not in RESOLVED else f"{raw!r}, i.e. {RESOLVED[k]} = {res[k]!r}"
+    what = ", ".join(f"{k}={shown(saved, a, k)} (now {shown(now, b, k)})" for k in diff)
+    flags = " ".join(f"--{k}={a[k]}" for k in diff if a[k] is not None)
+    raise TrainingError(f"--resume: {path} was made with {what}; a resumed run must compute what the checkpointed "
+                        f"run would have, so resume with {flags}, or start a new run (--overwrite=true, or another "
+                        f"--out_dir)")
+
+
+def _finite(t):
+    return not t.is_floating_point() or bool(torch.isfinite(t).all())
+
+
+def check_model_state(path, state, model):
+    """The checkpoint's weights are this model's: the same names, shapes and kinds, all finite; with log_rows, its
+    emb0 is shaped like the embedding."""
+    saved, want = state["model"], model.state_dict()
+    missing, extra = [k for k in want if k not in saved], [k for k in saved if k not in want]
+    if missing or extra:
+        raise damaged(path, f"its model lacks {missing[:3]} and has extra {extra[:3]} for this config")
+    for k, t in want.items():
+        v = saved[k]
+        if not torch.is_tensor(v):
+            raise damaged(path, f"its model[{k!r}] is {type(v).__name__}, not a tensor")
+        if v.shape != t.shape or v.is_floating_point() != t.is_floating_point():
+            raise damaged(path, f"its model[{k!r}] is a {v.dtype} tensor of shape {list(v.shape)}, but the config "
+                                f"it records makes a {t.dtype} tensor of shape {list(t.shape)}")
+        if not _finite(v):
+            raise damaged(path, f"its model[{k!r}] holds non-finite values (NaN or inf)")
+    emb0 = state.get("emb0")
+    E = want["transformer.wte.weight"]
+    if emb0 is not None and not (torch.is_tensor(emb0) and emb0.shape == E.shape and emb0.is_floating_point()
+                                 and _finite(emb0)):
+        raise damaged(path, f"its emb0 (log_rows' reference) is not a finite tensor of shape {list(E.shape)}")
+
+
+def _state_layout(optimizer):
+    """What one step of `optimizer`'s class keeps per parameter, by group and parameter rank: {(group, ndim): {key:
+    'param' (a tensor shaped like the parameter) | 'scalar' | 'other'}}. Found by stepping an optimizer of the same
+    class and group settings over small stand-ins (2 x 3 and 3 entries), so it holds for any optimizer in optim.py;
+    None if the class can't be rebuilt that way."""
+    shapes = {1: (3,), 2: (2, 3)}
+    try:
+        stand_ins, groups = {}, []
+        for i, g in enumerate(optimizer.param_groups):
+            ps = []
+            for nd in sorted({p.dim() for p in g["params"]}):
+                p = torch.full(shapes.get(nd, (2,) * nd), 0.5, requires_grad=True)
+                p.grad = torch.full_like(p, 0.1)
+                stand_ins[(i, nd)] = p
+                ps.append(p)
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ps})
+        probe = type(optimizer)(groups)
+        probe.step()
+        return {key: {k: "param" if torch.is_tensor(v) and v.shape == p.shape and v.dim() else
+                      "scalar" if not torch.is_tensor(v) or v.numel() == 1 else "other"
+                      for k, v in probe.state[p].items()}
+                for key, p in stand_ins.items()}
+    except Exception:
+        return None
+
+
+def check_optimizer_state(path, saved, optimizer, model=None):
+    """The saved optimizer state is this optimizer's: as many groups of as many parameters, and for each parameter
+    the state this optimizer keeps (the keys one of its steps writes, each shaped as it shapes them), finite."""
+    name = type(optimizer).__name__
+    sizes = [len(g["params"]) for g in saved["param_groups"]]
+    want = [len(g["params"]) for g in optimizer.param_groups]
+    if sizes != want:
+        raise damaged(path, f"its optimizer has parameter groups of sizes {sizes}, this {name} {want}")
+    names = {id(p): n for n, p in model.named_parameters()} if model is not None else {}
+    layout = _state_layout(optimizer)
+    for i, (sg, g) in enumerate(zip(saved["param_groups"], optimizer.param_groups)):
+        for index, p in zip(sg["params"], g["params"]):
+            st = saved["state"].get(index)
+            if st is None:  # a parameter that has not been stepped yet keeps no state
+                continue
+            who = f"its optimizer state of {names.get(id(p), f'parameter {index}')}"
+            if not isinstance(st, dict):
+                raise damaged(path, f"{who} is {type(st).__name__}, not a dict")
+            expect = None if layout is None else layout.get((i, p.dim()))
+            if expect is not None and set(st) != set(expect):
+                raise damaged(path, f"{who} holds {sorted(st)}, but {name} keeps {sorted(expect)} (was it made by "
+                                    f"another optimizer?)")
+            for k, v in st.items():
+                kind = None if expect is None else expect[k]
+                if kind == "param" and not (torch.is_tensor(v) and v.shape == p.shape):
+                    raise damaged(path, f"{who}[{k!r}] should be shaped like the parameter, {list(p.shape)}")
+                if kind == "scalar" and not (isinstance(v, (int, float)) or torch.is_tensor(v) and v.numel() == 1):
+                    raise damaged(path, f"{who}[{k!r}] should be one number")
+                if (torch.is_tensor(v) and not _finite(v)) or (isinstance(v, float) and not math.isfinite(v)):
+                    raise damaged(path, f"{who}[{k!r}] holds non-finite values (NaN or inf)")
+
+
+RUN_FILES = ("ckpt.pt", "ckpt.pt.tmp", "metrics.jsonl", "config.json")  # what a run writes in its out_dir
 
 
 def claim_out_dir(c):
     """Make out_dir and hold an exclusive lock on it (out_dir/.lock) for the run's life: a second run on the same
     folder is refused instead of overwriting the first's files. Also refuses a fresh run over an earlier run's
-    checkpoint (resume or overwrite must say what to do with it) and the source tree itself. Returns the open
-    lock file (closing it releases the lock; so does the process ending, however it ends)."""
+    checkpoint (resume or overwrite must say what to do with it) and the source tree itself; with overwrite, the
+    earlier run's files are removed now, before the new run could be killed, so that no later --resume can continue
+    the old run in the new one's folder. Returns the open lock file (release_out_dir closes it; so does the process
+    ending, however it ends)."""
     import fcntl
     d = c.out_dir
     if os.path.exists(os.path.join(d, "tiedgpt.py")):
         raise ValueError(f"out_dir={d!r} is the source tree; give a folder of its own (default: out/<head>)")
     if os.path.exists(d) and not os.path.isdir(d):
         raise ValueError(f"out_dir={d!r} is a file, not a folder")
+    made = not os.path.exists(d), not os.path.exists(os.path.join(d, ".lock"))
     try:
         os.makedirs(d, exist_ok=True)
         lock = open(os.path.join(d, ".lock"), "a+")
     except OSError as e:
         raise ValueError(f"out_dir={d!r} can't be used: {e.strerror or e}") from None
+    lock.made = made  # (folder, lock file) this claim made: release_out_dir removes them if the run wrote nothing
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -124,5 +327,29 @@ def claim_out_dir(c):
         lock.close()
         raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
                             f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
+    if c.overwrite:
+        for name in RUN_FILES:
+            try:
+                os.remove(os.path.join(d, name))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                release_out_dir(lock)
+                raise ValueError(f"--overwrite: can't remove {os.path.join(d, name)}: {e.strerror or e}") from None
     return lock
 
+
+def release_out_dir(lock):
+    """Release claim_out_dir's lock. A run refused before it wrote any of its files leaves the folder as it found
+    it: the lock file goes if the claim made it, and so does the folder if the claim made it and it is empty."""
+    d = os.path.dirname(lock.name)
+    made_dir, made_lock = getattr(lock, "made", (False, False))
+    try:
+        if made_lock and not any(os.path.exists(os.path.join(d, f)) for f in RUN_FILES):
+            os.remove(lock.name)
+            if made_dir and not os.listdir(d):
+                os.rmdir(d)
+    except OSError:
+        pass
+    finally:
+        lock.close()

@@ -13,8 +13,11 @@ Every field of Config is a --key=value flag (python train.py --help lists them).
 (default out/<head>): config.json (the resolved config and the environment), metrics.jsonl (one row per
 logged step) and ckpt.pt (model + optimizer + RNG states + step, written atomically; tensors and plain values
 only, read back with weights_only=True). --resume=true continues from ckpt.pt; a SIGKILL loses only the steps
-since the last checkpoint, and Ctrl-C saves one before exiting. A folder holding an earlier run's checkpoint
-is never overwritten silently (--resume=true or --overwrite=true), and one folder serves one run at a time.
+since the last checkpoint, and Ctrl-C saves one before exiting. A resumed run is the run that was checkpointed:
+every setting that changes what it computes or logs must be the checkpoint's (checkpoint.RUN_FIELDS), except
+--max_iters, which may grow to extend it on its schedule. A folder holding an earlier run's checkpoint is never
+overwritten silently (--resume=true, or --overwrite=true, which removes it first), and one folder serves one run
+at a time.
 
 The file reads in the order a run happens: the Config; 1. processes and device; 2. data; 3. model, optimizer
 and the state a run resumes from (checkpoints); 4. the training loop (`_train`: batch -> lr -> forward ->
@@ -41,9 +44,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from checkpoint import MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, save_checkpoint
+from checkpoint import (MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, release_out_dir,
+                        save_checkpoint)
 from data.prepare import ensure_prepared, get_encoding, load_split
-from optim import OPTIMIZERS, RELATIVE, make_optimizer
+from optim import LAMB_BETAS, OPTIMIZERS, RELATIVE, TIGER_BETA, make_optimizer
 from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
 
 # Under Tiger the residual branches start at N(0, TIGER_RESIDUAL_STD^2) instead of exactly 0 (see Config); small
@@ -78,7 +82,7 @@ class Config(GPTConfig):
     # which weights tiger and lamb step relative to their own size: 'all' (the optimizers as published), 'none' (their
     # absolute twins: a step scale frozen at the first step), 'embedding' or 'body' (tiger only): see optim.py
     relative: str = "all"
-    beta1: float = 0.9  # AdamW's betas (Tiger and LAMB use their references' constants: optim.py)
+    beta1: float = 0.9  # AdamW's betas (Tiger and LAMB use their references' constants, optim.py: others refused)
     beta2: float = 0.95
     grad_clip: float = 1.0  # 0 disables clipping
     # True: torch's fused AdamW (one pass per tensor). False: the foreach implementation nanoGPT gets on a
@@ -156,10 +160,19 @@ class Config(GPTConfig):
             raise ValueError("max_iters, warmup_iters, sample_tokens and bench must be >= 0")
         if not self.lr > 0 or (self.min_lr is not None and self.min_lr < 0):
             raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
-        if min(self.dense_val_until, self.dense_val_windows) < 0:
-            raise ValueError("dense_val_until and dense_val_windows must be >= 0")
+        if self.dense_val_until < 0:
+            raise ValueError(f"dense_val_until must be >= 0 (0: off), got {self.dense_val_until}")
+        if self.dense_val_windows < 1:  # 0 once meant "all of them" without saying so: eval_full_val is that
+            raise ValueError(f"dense_val_windows must be >= 1 (the windows in the dense subset; more than the val "
+                             f"split has means all of them), got {self.dense_val_windows}")
         if (self.weight_decay is not None and self.weight_decay < 0) or self.grad_clip < 0 or not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
+        betas = {f.name: f.default for f in fields(self) if f.name in ("beta1", "beta2")}
+        if self.optimizer in ("tiger", "lamb") and (self.beta1, self.beta2) != (betas["beta1"], betas["beta2"]):
+            # a flag that does nothing must not be recorded in config.json as if it had
+            raise ValueError(f"--beta1/--beta2 are AdamW's; optimizer={self.optimizer} uses its reference's constants "
+                             f"(optim.py: tiger beta {TIGER_BETA}, lamb betas {LAMB_BETAS}): leave them at "
+                             f"{betas['beta1']}/{betas['beta2']}")
         if (self.bench_baseline or self.bench_profile) and not self.bench:
             raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
@@ -199,14 +212,14 @@ HELP = dict(
     optimizer="adamw (absolute steps) | tiger | lamb (steps relative to each weight's size; see optim.py)",
     weight_decay="weight decay of matrices (>= 0; None: adamw 0.1, tiger and lamb 0.01)",
     relative="tiger/lamb: which weights step relative to their size: all | none (absolute twin) | embedding | body",
-    beta1="AdamW beta1 in [0, 1)", beta2="AdamW beta2 in [0, 1)",
+    beta1="AdamW beta1 in [0, 1) (tiger, lamb: their own; leave it)", beta2="AdamW beta2 in [0, 1) (likewise)",
     residual_std="with zero_init_residual: init std of the branches' last layers (None or 0: exactly 0; tiger: 1e-4)",
     grad_clip="clip the gradient norm to this (0: off)",
     fused_adamw="torch's fused AdamW (true) or the foreach one (false); same numbers",
     eval_interval="steps between evaluations and checkpoints", eval_iters="batches per loss estimate",
     eval_full_val="val loss over the whole val split instead of eval_iters batches (true|false)",
     dense_val_until="up to this step, a val-subset loss every log_interval steps (0: off)",
-    dense_val_windows="windows of the val split in that subset (evenly spaced)",
+    dense_val_windows="windows of the val split in that subset (evenly spaced; >= 1)",
     log_interval="steps between logged rows",
     log_rows="also log emb_turn (E's rows' angle from their init), self_logit, branch_ratio and head_scale (true|false)",
     seed="init seed, in [0, 2**63)",
@@ -419,29 +432,60 @@ def build(c, device, data_id, log):
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)
     gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
-    # log_rows measures turns from the init: keep it (a resumed run rebuilds it from the seed before loading)
-    where = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[],
+    # log_rows measures turns from the init: keep it (a resumed run takes the checkpoint's; one from before checkpoints
+    # kept it is rebuilt here from the seed, which load_checkpoint makes sure is the checkpoint's)
+    where = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None,
                  emb0=model.transformer.wte.weight.detach().clone() if c.log_rows else None)
     if not c.resume:
         return model, optimizer, gen, where
     if not c.out_dir:
         raise ValueError("--resume needs an out_dir")
     ckpt_path = os.path.join(c.out_dir, "ckpt.pt")
-    state = load_checkpoint(ckpt_path, c, data_id)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    gen.set_state(state["data_rng"])
-    torch.set_rng_state(state["torch_rng"])
-    if state["cuda_rng"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    state = load_checkpoint(ckpt_path, c, data_id, model, optimizer)  # checked field by field, settings too
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        gen.set_state(state["data_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"][:torch.cuda.device_count()])
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as e:  # what the checks did not foresee
+        raise TrainingError(f"--resume: {ckpt_path} can't be loaded into this run: "
+                            f"{(str(e).strip().splitlines() or [type(e).__name__])[0][:200]}") from None
+    if where["emb0"] is not None and state.get("emb0") is not None:  # log_rows' reference, as the run measured from
+        where["emb0"] = state["emb0"].to(device)
     # tokens, loss_sum and n_summed: see save_checkpoint
-    where.update(step=state["step"], tokens=state["tokens"], loss_sum=state["loss_sum"], n_summed=state["n_summed"])
-    metrics_path = os.path.join(c.out_dir, "metrics.jsonl")
-    if os.path.exists(metrics_path):  # keep the rows up to the checkpoint; later ones will be redone
-        with open(metrics_path) as f:
-            where["history"] = [r for r in map(json.loads, f) if r["step"] < where["step"]]
+    where.update(step=state["step"], tokens=state["tokens"], loss_sum=state["loss_sum"], n_summed=state["n_summed"],
+                 ckpt_step=state["step"])
+    # keep the rows up to the checkpoint; later ones will be redone
+    where["history"] = read_metrics(os.path.join(c.out_dir, "metrics.jsonl"), before=where["step"])
     log(f"resumed from {ckpt_path} at step {where['step']}")
     return model, optimizer, gen, where
+
+
+def read_metrics(path, before):
+    """The rows of a metrics.jsonl (if there is one) before step `before`, each checked: a JSON object with a whole
+    step. A last line without its newline was cut by a kill while being written, after the checkpoint (rows are
+    appended after their step's checkpoint): it is dropped like every row past the checkpoint. Anything else wrong is
+    one line naming the file and the line."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.readlines()
+    out = []
+    for i, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            if i == len(lines) and not line.endswith("\n"):
+                break
+            raise TrainingError(f"--resume: {path} line {i} is not JSON; fix or remove that line") from None
+        if not isinstance(r, dict) or not isinstance(r.get("step"), int) or isinstance(r["step"], bool):
+            raise TrainingError(f"--resume: {path} line {i} is not a metrics row (a JSON object with a whole step); "
+                                f"fix or remove that line")
+        if r["step"] < before:
+            out.append(r)
+    return out
 
 
 def write_run_files(c, meta, device, world, history):
@@ -496,15 +540,19 @@ class Run:
     metrics_path: str
     flops_per_token: float
     emb0: torch.Tensor = None  # E at init, with log_rows (see row_stats)
+    ckpt_step: int = None  # the step of the last checkpoint this run wrote or resumed from (see last_checkpoint)
 
 
-def setup(c, log):
+def setup(c, log, held):
     """Sections 1-3 for one run: processes and device, data, model and optimizer (resumed with c.resume), the run's
-    files, and the lines that say what is about to happen. Returns (Run, where the run stands: see build)."""
+    files, and the lines that say what is about to happen. Returns (Run, where the run stands: see build). The
+    out_dir is claimed (its lock appended to `held`) only once the data and settings have passed their checks, so
+    a refused run leaves no folder behind."""
     ddp, rank, world, local_rank = setup_processes()
     master = rank == 0
     log = log if master else (lambda *a, **k: None)
     device, dtype, autocast = setup_device(c, local_rank, ddp)
+    c = dataclasses.replace(c, dtype=dtype)  # what runs, not 'auto': config.json and ckpt.pt record it, resume compares it
     if ddp and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     if c.batch_size % world:
@@ -512,6 +560,8 @@ def setup(c, log):
     c, meta, train_data, val_data, ids, lut = load_data(c, log)
     data_id = data_identity(c, meta, train_data, val_data, ids)
     check_memory(c, device)
+    if master and c.out_dir:
+        held.append(claim_out_dir(c))
     model, optimizer, gen, where = build(c, device, data_id, log)
     if master and c.out_dir:
         write_run_files(c, meta, device, world, where["history"])
@@ -524,7 +574,7 @@ def setup(c, log):
               master, rows=slice(rank * share, (rank + 1) * share),
               ckpt_path=os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None,
               metrics_path=os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None,
-              flops_per_token=flops_per_token(model), emb0=where.pop("emb0"))
+              flops_per_token=flops_per_token(model), emb0=where.pop("emb0"), ckpt_step=where.pop("ckpt_step"))
     log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
         f"| {meta['dataset']} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
@@ -572,8 +622,7 @@ def evaluate(run, step, full=True, dense=False):
         out["val_loss" if split == "val" else "eval_train_loss"] = torch.stack(losses).mean().item()
     model.train()
     if not all(map(math.isfinite, out.values())):
-        raise Diverged(f"non-finite loss at evaluation of step {step}; stopping "
-                       f"(last good checkpoint kept: {run.ckpt_path})", step)
+        raise Diverged(f"non-finite loss at evaluation of step {step}; stopping ({last_checkpoint(run)})", step)
     return out
 
 
@@ -584,11 +633,19 @@ def evaluations_at(step, c):
     return full, c.dense_val_until > 0 and (full or (step <= c.dense_val_until and step % c.log_interval == 0))
 
 
-def check_finite(first_bad, ckpt_path):
+def check_finite(first_bad, run):
     """Stop, naming the step, if a training loss since the last check was not finite (first_bad >= 0)."""
     if (bad := first_bad.item()) >= 0:
-        raise Diverged(f"non-finite loss at step {bad}; stopping"
-                       + (f" (last good checkpoint kept: {ckpt_path})" if ckpt_path else ""), bad)
+        raise Diverged(f"non-finite loss at step {bad}; stopping ({last_checkpoint(run)})", bad)
+
+
+def last_checkpoint(run):
+    """What a divergence message says of checkpoints: the last one that exists and was written (or resumed from)
+    before the first non-finite value (every checkpoint is written after the checks that cover the steps before it,
+    and a resumed one was checked finite), or that there is none."""
+    if run.ckpt_path and run.ckpt_step is not None and os.path.exists(run.ckpt_path):
+        return f"the last checkpoint before it is kept: {run.ckpt_path}, step {run.ckpt_step}"
+    return "no checkpoint was written before it" + ("" if run.ckpt_path else " (out_dir='' writes none)")
 
 
 def checkpoint(run, step, tokens, loss_sum, n_summed):
@@ -600,7 +657,9 @@ def checkpoint(run, step, tokens, loss_sum, n_summed):
         total /= run.world
     if run.master and run.ckpt_path:
         save_checkpoint(run.ckpt_path, run.model, run.optimizer, step, run.c, run.gen, run.data_id, tokens,
-                        total.item(), n_summed)
+                        total.item(), n_summed, emb0=run.emb0)
+    if run.ckpt_path:  # every process: each may be the one that reports a divergence
+        run.ckpt_step = step
 
 
 def weight_stats(model):
@@ -747,20 +806,20 @@ def train(c, progress=True, log=print):
     norm's mean gain), with log_rows emb_turn, self_logit, branch_ratio (row_stats), time, at evaluations val_loss and
     eval_train_loss (means over fixed batches), and with dense_val_until val_subset_loss. Raises Diverged (a
     TrainingError, with the history so far) on divergence, TrainingError on a bad checkpoint or a busy out_dir,
-    ValueError on impossible settings. The out_dir is locked for the run's life (see claim_out_dir)."""
-    master = int(os.environ.get("RANK", 0)) == 0
-    lock = claim_out_dir(c) if master and c.out_dir else None
+    ValueError on impossible settings. The out_dir is locked for the run's life (see claim_out_dir), from the moment
+    the data and settings have passed their checks."""
+    held = []  # the out_dir's lock, once setup has claimed it
     try:
-        return _train(c, progress, log)
+        return _train(c, progress, log, held)
     finally:
-        if lock is not None:
-            lock.close()
+        for lock in held:
+            release_out_dir(lock)
 
 
-def _train(c, progress, log):
+def _train(c, progress, log, held):
     """The loop. Row `step` of the history describes the weights after `step` updates: their eval losses, and the
     training loss and gradient computed with them in iteration `step`."""
-    run, where = setup(c, log)
+    run, where = setup(c, log, held)
     c, log = run.c, log if run.master else (lambda *a, **k: None)
     step, tokens_seen, history = where["step"], where["tokens"], where["history"]
     start_step, tokens_per_step = step, c.batch_size * c.block_size
@@ -777,7 +836,7 @@ def _train(c, progress, log):
             row = {}
             full, dense = evaluations_at(step, c)
             if full or dense:
-                check_finite(first_bad, run.ckpt_path)  # a step since the last log went non-finite: name it
+                check_finite(first_bad, run)  # a step since the last log went non-finite: name it
                 if run.master:
                     row.update(step=step, **evaluate(run, step, full, dense))
                     if full:
@@ -813,7 +872,7 @@ def _train(c, progress, log):
             n_summed += 1
             tokens_seen += tokens_per_step
             if logging_now:
-                check_finite(first_bad, run.ckpt_path)
+                check_finite(first_bad, run)
                 if run.ddp:  # the logged loss is the global batch's, as in a 1-process run
                     dist.all_reduce(loss_sum)
                     loss_sum /= run.world

@@ -30,6 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BPE_FILE = os.path.join(HERE, "r50k_base.tiktoken")
 # Prepared datasets live beside this file unless TIEDGPT_DATA_DIR points elsewhere (tests use a temp dir).
 DATA_DIR = os.environ.get("TIEDGPT_DATA_DIR", HERE)
+# TIEDGPT_OFFLINE=1: never try to download (a machine without network; CI's offline pass sets it): the fallback at once
+OFFLINE = os.environ.get("TIEDGPT_OFFLINE", "") not in ("", "0")
 BPE_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -85,6 +87,8 @@ def read_text(path, what):
 def load_text(dataset="shakespeare", input=None, log=print):
     """Return (text, source, corpus). `input` is a path; otherwise the named default corpus."""
     if input is not None:
+        if os.path.isdir(input):
+            raise ValueError(f"--input {input} is a folder, not a text file; give the file inside it")
         if not os.path.isfile(input):
             raise FileNotFoundError(f"--input file not found: {input}")
         return read_text(input, "--input"), os.path.abspath(input), os.path.splitext(os.path.basename(input))[0]
@@ -95,6 +99,8 @@ def load_text(dataset="shakespeare", input=None, log=print):
     path = os.path.join(dataset_dir("shakespeare"), "input.txt")
     if not os.path.exists(path):
         try:
+            if OFFLINE:
+                raise OSError("TIEDGPT_OFFLINE is set, so nothing is downloaded")
             log(f"downloading Tiny Shakespeare from {SHAKESPEARE_URL}")
             with urllib.request.urlopen(SHAKESPEARE_URL, timeout=15) as resp:
                 raw = resp.read()
@@ -163,6 +169,24 @@ META_TYPES = dict(dataset=str, corpus=str, source=str, sha256=str, vocab_size=in
                   val_tokens=int)
 
 
+def meta_problem(meta, dataset):
+    """What is wrong with a meta.json's values (None if nothing): the fields train.py uses, field by field."""
+    bad = [k for k, t in META_TYPES.items() if not isinstance(meta.get(k), t) or isinstance(meta.get(k), bool)]
+    if bad:
+        return f"lacks or mistypes {', '.join(bad)}"
+    if meta["dataset"] != dataset:  # the token files are read from the folder meta.json names
+        return f"names dataset {meta['dataset']!r}, but it is in {dataset_dir(dataset)}"
+    if meta["vocab_size"] != VOCAB_SIZE:
+        return f"says vocab_size {meta['vocab_size']}, but the tokenizer (r50k_base) has {VOCAB_SIZE}"
+    if min(meta["train_tokens"], meta["val_tokens"]) < 0 or meta["tokens"] != meta["train_tokens"] + meta["val_tokens"]:
+        return (f"says tokens {meta['tokens']} = train_tokens {meta['train_tokens']} + val_tokens "
+                f"{meta['val_tokens']}, which does not add up")
+    r = meta.get("repeat_fraction", 0.0)  # older meta.json files lack it
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r <= 1.0:
+        return f"says repeat_fraction {r!r}, which is not a fraction"
+    return None
+
+
 def load_meta(dataset):
     """meta.json of a prepared dataset, checked: one line naming the file and the fix if it is damaged."""
     path = os.path.join(dataset_dir(dataset), "meta.json")
@@ -174,9 +198,9 @@ def load_meta(dataset):
         raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:60]}): {fix}") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{path} is not a JSON object: {fix}")
-    bad = [k for k, t in META_TYPES.items() if not isinstance(meta.get(k), t) or isinstance(meta.get(k), bool)]
-    if bad:
-        raise ValueError(f"{path} lacks or mistypes {', '.join(bad)}: {fix}")
+    problem = meta_problem(meta, dataset)
+    if problem:
+        raise ValueError(f"{path} {problem}: {fix}")
     return meta
 
 

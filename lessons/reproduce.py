@@ -1,8 +1,11 @@
 """
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
-    python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: re-runs lesson 04's live scale into a
-                                        # fresh folder (out/reproduce/live) and compares it with the committed runs
+    python lessons/reproduce.py --help  # the plans: what each does, how many runs, how long the committed ones took
+    python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: a CHECK, not a demonstration of the finding:
+                                        # re-makes the 24 committed live-scale runs into a fresh folder
+                                        # (out/reproduce/live) and compares each final val loss with the committed
+                                        # one, after checking that it trains on the corpus they were made on
     python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
                                         # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min with two
                                         # workers on 2 idle cores; lesson 04 prints the measured median)
@@ -18,7 +21,8 @@ The convergence experiment behind lesson 04: every head, same data, same batches
 
 Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds
 runs (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run
-a subset, --ckpt_dir=DIR to checkpoint runs in progress. Each finished run is one JSON file in the folder,
+a subset (a name the plan lacks is refused with the list of those it has), --ckpt_dir=DIR to checkpoint runs in
+progress. Each finished run is one JSON file in the folder,
 written atomically; a restarted script skips the runs already there, so an interrupt loses at most the run in
 progress. With --ckpt_dir it loses at most the steps since that run's last evaluation: each run in progress
 keeps train.py's checkpoint (model, optimizer, RNG states; written at every evaluation and on Ctrl-C) in
@@ -252,6 +256,54 @@ def plan(scale, runs=()):
     return runs + [("n=50257", h, dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
 
 
+# What each plan is for, for --help (how many runs and how long they took is computed from the plan and the
+# committed runs). A plan without a line here is described by this file's docstring.
+PLAN_HELP = dict(
+    live="a CHECK that the committed live-scale runs (1 layer, d=256, 150 steps, 8 heads x 3 seeds) are what this "
+         "code makes: re-made into a fresh folder, each final val loss compared with the committed one; not a "
+         "demonstration of the finding",
+    full="the older CPU-sized grids (2 layers, d=256, 300 steps; sweeps of lr, d, warmup, steps and n), kept for "
+         "the small-scale map",
+    gpt2="GPT-2's width and init (d=768, sigma=0.02), the full grid's depth and length, 5 core heads x 3 seeds",
+    d768="the post's regime (lesson 04, appendix A): d=768, zero-init residuals, sigma 0.02 and d^-1/2, warmup + "
+         "cosine over 1200 steps, whole-split val",
+    optim="appendix B's campaign: d768 under AdamW, Tiger and LAMB; check B and sweep S first, the plan grows as "
+          "they decide (rules in lessons/analysis05.py)",
+    turn="appendix B section 10: the first 200 steps of 3 arms per optimizer with log_rows, then logn again with "
+         "branch_ratio",
+    cause="appendix B section 11: controls that change one thing each (absolute twins of Tiger and LAMB, shuffle at "
+          "logn's sigma, Tiger relative on the embedding or the body only), 400 steps of the optim schedule, ~10 min "
+          "a run on one thread plus 8 sweep runs of ~27 min (plan and rules in lessons/cause.py)",
+)
+
+
+def plan_help():
+    """--help's text: usage, and for each plan what it does, its runs, and how long the committed ones took."""
+    import statistics
+    lines = [__doc__.strip().splitlines()[0], "", USAGE, "", "plans:"]
+    for scale in SCALES:
+        committed = load_runs(committed_path(scale))
+        n = len(plan(scale, committed))
+        walls = [r["wall_s"] for r in committed if isinstance(r.get("wall_s"), (int, float))]
+        took = (f"the {len(walls)} committed runs took a median {statistics.median(walls) / 60:.0f} min each, "
+                f"{sum(walls) / 3600:.1f} h of worker time in all, on the machine that made them" if walls
+                else "no committed runs to time")
+        lines.append(f"  {scale:6} {PLAN_HELP.get(scale, 'see the docstring of lessons/reproduce.py')}. "
+                     f"{n} runs; {took}.")
+    return "\n".join(lines)
+
+
+def plan_names(scale, runs=()):
+    """The groups, arms and seeds `scale`'s plan holds, in plan order: over the runs so far and over the committed
+    ones (the optim plan grows as its decisions are made)."""
+    out = dict(groups=[], arms=[], seeds=[])
+    for g, a, o in plan(scale, list(runs)) + plan(scale, load_runs(committed_path(scale))):
+        for key, v in (("groups", g), ("arms", a), ("seeds", o["seed"])):
+            if v not in out[key]:
+                out[key].append(v)
+    return out
+
+
 def run_id(group, arm, seed):
     return f"{group}|{arm}|seed={seed}"
 
@@ -271,18 +323,66 @@ def _file_name(rid):
     return "".join(ch if ch.isalnum() or ch in "=.-_" else "_" for ch in rid.replace("|", "__")) + ".json"
 
 
+def _read_json(path):
+    """A JSON file's contents, or one line naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:80]}); move it aside or delete it "
+                         f"(a run's record: without it the run is made again)") from None
+    except OSError as e:
+        raise ValueError(f"{path} can't be read: {e.strerror or e}") from None
+
+
+# What every reader of a run record relies on (reproduce, analysis, analysis05, the lessons), field by field.
+RECORD_FIELDS = dict(id=str, group=str, seed=int, history=list)
+RECORD_OPTIONAL = dict(arm=str, head=str, config=dict, n=int, d=int, corpus=dict, best_val=(int, float),
+                       last_val=(int, float), sigma=(int, float), wall_s=(int, float))
+
+
+def check_record(r, where):
+    """Refuse, in one line naming the file and the field, a run record that is not shaped as run_one writes them."""
+    def wrong(v, t):
+        return not isinstance(v, t) or isinstance(v, bool)
+    if not isinstance(r, dict):
+        raise ValueError(f"{where} is not a run record: a {type(r).__name__}, not a JSON object")
+    for k, t in RECORD_FIELDS.items():
+        if wrong(r.get(k), t):
+            raise ValueError(f"{where} is not a run record: its {k!r} is "
+                             f"{'missing' if k not in r else repr(r[k])[:30]}, not a {t.__name__}")
+    for k, t in RECORD_OPTIONAL.items():
+        if k in r and r[k] is not None and wrong(r[k], t):
+            raise ValueError(f"{where}: its {k!r} is {repr(r[k])[:30]}, of the wrong type")
+    for i, h in enumerate(r["history"]):
+        if not isinstance(h, dict) or wrong(h.get("step"), int):
+            raise ValueError(f"{where}: its history[{i}] is not a row with a whole 'step'")
+        bad = [k for k, v in h.items() if k != "step" and v is not None and wrong(v, (int, float))]
+        if bad:
+            raise ValueError(f"{where}: its history[{i}][{bad[0]!r}] is {repr(h[bad[0]])[:30]}, not a number")
+
+
 def load_runs(path):
-    """The runs stored at `path`: a folder of per-run JSON files, or one JSON file with a 'runs' list."""
+    """The runs stored at `path`: a folder of per-run JSON files, or one JSON file with a 'runs' list. Each is
+    checked (check_record): a file of the wrong shape is one line naming it and the field."""
     if os.path.isdir(path):
         runs = []
         for name in sorted(os.listdir(path)):
             if name.endswith(".json") and not name.startswith("."):
-                with open(os.path.join(path, name)) as f:
-                    runs.append(json.load(f))
+                r = _read_json(os.path.join(path, name))
+                check_record(r, os.path.join(path, name))
+                if _file_name(r["id"]) != name:
+                    raise ValueError(f"{os.path.join(path, name)} holds run {r['id']!r}, whose file is "
+                                     f"{_file_name(r['id'])}: a copied or renamed record; move it aside")
+                runs.append(r)
         return runs
     if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)["runs"]
+        data = _read_json(path)
+        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+            raise ValueError(f"{path} is not a file of runs: a JSON object with a 'runs' list")
+        for i, r in enumerate(data["runs"]):
+            check_record(r, f"{path} runs[{i}]")
+        return data["runs"]
     return []
 
 
@@ -383,7 +483,9 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     # the record's config is the run's, whatever folder it was checkpointed in
     config = dataclasses.replace(config, out_dir="", resume=False, overwrite=False)
     # with vocab='corpus', train() shrinks vocab_size to the corpus's n; logn's sigma depends on that n
-    model_config, _, _, val_data, _, lut = load_data(config, log=lambda *a: None)
+    model_config, meta, _, val_data, _, lut = load_data(config, log=lambda *a: None)
+    if config.input is None:  # the corpus really used: the offline fallback is named as such, never 'shakespeare'
+        model_config = dataclasses.replace(model_config, dataset=meta["dataset"])
     vals = [r["val_loss"] for r in history if r.get("val_loss") is not None]
     extra = {}
     if ckpt_dir and diverged is None:  # the final checkpoint holds the trained model: keep each val window's loss
@@ -391,23 +493,81 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     return dict(id=rid, group=group, arm=arm, head=config.head, seed=config.seed, resumed_from_step=start,
             wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
             git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
-            config=dataclasses.asdict(model_config), n=model_config.vocab_size, d=config.n_embd,
+            config=dataclasses.asdict(model_config), corpus=corpus_identity(meta, model_config.vocab_size),
+            n=model_config.vocab_size, d=config.n_embd,
             sigma=model_config.sigma, best_val=min(vals) if diverged is None else math.nan, last_val=vals[-1],
             diverged_at_step=diverged,
             history=[{k: r[k] for k in KEEP + ("eval_train_loss",) if k in r} for r in history], **extra)
 
 
-def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=print, ckpt_dir=None):
+def corpus_identity(meta, n):
+    """What a run was made on: the prepared dataset's name, its source text's sha256, its token count, and n."""
+    return dict(dataset=meta["dataset"], corpus=meta["corpus"], sha256=meta["sha256"], tokens=meta["tokens"], n=n)
+
+
+def corpus_of(record):
+    """A record's corpus identity as far as it says: records made before they named their corpus have only their
+    config's dataset and n (sha256 None)."""
+    c = record.get("corpus") or {}
+    return dict(dataset=c.get("dataset") or (record.get("config") or {}).get("dataset"), sha256=c.get("sha256"),
+                n=c.get("n") or record.get("n"))
+
+
+def corpus_difference(a, b):
+    """The fields on which two corpus identities differ (a field one of them doesn't know is not a difference)."""
+    return [k for k in ("dataset", "sha256", "n") if a[k] is not None and b[k] is not None and a[k] != b[k]]
+
+
+def _corpus_words(c):
+    return f"{c['dataset']} (n = {c['n']}" + (f", sha256 {c['sha256'][:12]}...)" if c["sha256"] else ")")
+
+
+def check_corpus_for_comparison(scale):
+    """Before re-making runs to compare with the committed ones: the corpus this machine prepares for the plan must
+    be theirs, or the comparison would measure the corpora's difference and call it rounding. One line if not."""
+    committed = load_runs(committed_path(scale))
+    if not committed:
+        return
+    g, a, o = plan(scale, committed)[0]
+    c2, meta = load_data(config_for(o), log=lambda *a: None)[:2]
+    now = corpus_of(dict(corpus=corpus_identity(meta, c2.vocab_size)))
+    twin = next((r for r in committed if r["id"] == run_id(g, a, o["seed"])), None)  # n depends on the run's vocab
+    then = corpus_of(twin) if twin is not None else dict(corpus_of(committed[0]), n=None)
+    if corpus_difference(then, now):
+        raise SystemExit(f"reproduce.py: the committed {scale} runs were made on {_corpus_words(then)}, but this "
+                         f"machine prepares {_corpus_words(now)}: a re-run could not be compared with them. Put Tiny "
+                         f"Shakespeare at data/shakespeare/input.txt (data/README.md) and run again")
+
+
+def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=print, ckpt_dir=None,
+         check_corpus=False):
     """Run the plan's runs that `out` lacks (a subset with groups/seeds/arms); returns the number run.
-    ckpt_dir: where runs in progress keep their checkpoints (None: nowhere; a stopped run starts over)."""
+    ckpt_dir: where runs in progress keep their checkpoints (None: nowhere; a stopped run starts over).
+    check_corpus: first refuse to run if the corpus differs from the committed runs' (they will be compared)."""
     out = out or os.path.join(ROOT, "out", "reproduce", scale)
     if os.path.isfile(out):
         raise SystemExit(f"reproduce.py: --out={out} is a file; give a folder")
+    above = os.path.dirname(os.path.abspath(out))
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise SystemExit(f"reproduce.py: --out={out} can't be made: {above} is a file")
     runs = load_runs(out)
     if runs and not resume:
         raise SystemExit(f"reproduce.py: {out} already holds {len(runs)} runs; add --resume=true to continue "
                          f"them, or give a new --out=DIR")
-    os.makedirs(out, exist_ok=True)
+    names = plan_names(scale, runs)
+    for flag, given in (("groups", groups), ("arms", arms), ("seeds", seeds)):
+        unknown = [x for x in given or () if x not in names[flag]]
+        if unknown:  # a typo would otherwise run nothing and say all is done
+            raise SystemExit(f"reproduce.py: --{flag}: {', '.join(map(str, unknown))} not in the {scale} plan, "
+                             f"whose {flag} are: {', '.join(map(str, names[flag]))}")
+    if check_corpus:  # a re-run on another corpus would compare two corpora and blame rounding
+        check_corpus_for_comparison(scale)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"reproduce.py: --out={out} can't be made: {e.strerror or e}") from None
 
     def todo(runs):
         have = {r["id"] for r in runs}
@@ -453,13 +613,19 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
 
 
 def compare_with_committed(scale, out, log=print):
-    """Print, run by run, the new last val loss against the committed one (same id)."""
+    """Print, run by run, the new last val loss against the committed one (same id), once every pair is known to
+    have been made on the same corpus (a ValueError in one line if not)."""
     new = {r["id"]: r for r in load_runs(out)}
     old = {r["id"]: r for r in load_runs(committed_path(scale))}
     both = sorted(set(new) & set(old))
     if not both:
         log(f"no committed {scale} runs to compare with")
         return None
+    for rid in both:
+        then, now = corpus_of(old[rid]), corpus_of(new[rid])
+        if corpus_difference(then, now):
+            raise ValueError(f"{rid} was committed from {_corpus_words(then)} but re-made on {_corpus_words(now)}: "
+                             f"not comparable, so not compared (put Tiny Shakespeare at data/shakespeare/input.txt)")
     diffs = []
     for rid in both:
         a = [h["val_loss"] for h in old[rid]["history"] if h.get("val_loss") is not None][-1]
@@ -471,9 +637,15 @@ def compare_with_committed(scale, out, log=print):
     return max(diffs)
 
 
+USAGE = (f"usage: python lessons/reproduce.py {'|'.join(SCALES)} [--out=DIR] [--resume=true] "
+         "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]   (--help: the plans)")
+
+
 def _cli(argv):
-    usage = ("usage: python lessons/reproduce.py live|full|gpt2|d768|optim|turn|cause [--out=DIR] [--resume=true] "
-             "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]")
+    usage = USAGE
+    if any(a in ("-h", "--help") for a in argv):
+        print(plan_help())
+        return 0
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
     if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \
             or set(opts) - {"out", "resume", "groups", "seeds", "arms", "ckpt_dir"} \
@@ -487,8 +659,9 @@ def _cli(argv):
         print(f"reproduce.py: --seeds expects numbers like 1,2, got {opts['seeds']!r}", file=sys.stderr)
         return 2
     out = opts.get("out") or os.path.join(ROOT, "out", "reproduce", scale)
+    compare = os.path.abspath(out) != os.path.abspath(committed_path(scale))
     try:
-        main(scale, out=out, resume=opts.get("resume", "false").lower() == "true", seeds=seeds,
+        main(scale, out=out, check_corpus=compare, resume=opts.get("resume", "false").lower() == "true", seeds=seeds,
              groups=opts["groups"].split(",") if "groups" in opts else None,
              arms=opts["arms"].split(",") if "arms" in opts else None, ckpt_dir=opts.get("ckpt_dir") or None)
     except SystemExit as e:
@@ -503,8 +676,12 @@ def _cli(argv):
                  "the one in progress was not saved (--resume=true re-runs it; --ckpt_dir=DIR would keep it)")
         print(f"reproduce.py: stopped; the runs finished so far are in {out}, {where}", file=sys.stderr)
         return 130
-    if os.path.abspath(out) != os.path.abspath(committed_path(scale)):
-        compare_with_committed(scale, out)
+    if compare:
+        try:
+            compare_with_committed(scale, out)
+        except ValueError as e:
+            print(f"reproduce.py: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -39,6 +39,7 @@ def test_prepare_writes_uint16_splits_and_metadata(tmp_path, monkeypatch):
     assert json.loads((d / "meta.json").read_text())["vocab_size"] == 50257
 
 
+@pytest.mark.corpus
 def test_missing_corpus_falls_back_loudly_to_pydoc_topics(tmp_path, monkeypatch):
     """No Shakespeare file and no network: a warning, the pydoc corpus, and meta.json says so."""
     monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
@@ -51,6 +52,19 @@ def test_missing_corpus_falls_back_loudly_to_pydoc_topics(tmp_path, monkeypatch)
     assert meta["dataset"] == "pydoc_topics" and not (tmp_path / "shakespeare" / "meta.json").exists()
 
 
+@pytest.mark.corpus
+def test_offline_mode_falls_back_without_trying_to_download(tmp_path, monkeypatch):
+    """TIEDGPT_OFFLINE=1 (CI's offline pass): the fallback at once, loudly, and no network call at all."""
+    import urllib.request
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(P, "OFFLINE", True)
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("tried to download"))
+    said = []
+    assert P.prepare("shakespeare", log=said.append)["corpus"] == "pydoc_topics"
+    assert any("TIEDGPT_OFFLINE" in s for s in said)
+
+
+@pytest.mark.corpus
 def test_shakespeare_has_the_documented_token_count_and_repeat_fraction(corpus_tokens):
     from conftest import shakespeare_path
     if shakespeare_path() is None:
@@ -105,6 +119,7 @@ def test_an_edited_source_is_prepared_again(tmp_path, monkeypatch):
     assert P.load_split(second["dataset"], "train")[:2].tolist() == P.get_encoding().encode_ordinary("brand new")
 
 
+@pytest.mark.corpus
 def test_the_real_shakespeare_replaces_the_offline_fallback_once_it_is_there(tmp_path, monkeypatch):
     """Offline, the fallback is used (loudly); put the text where the warning says, and the next run uses it."""
     monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
@@ -142,10 +157,21 @@ def damage(d, kind):
             f.write(b"\x01")
     elif kind == "token count unlike meta.json":
         np.fromfile(d / "val.bin", dtype=np.uint16)[:-10].tofile(d / "val.bin")
+    elif kind == "meta.json naming another dataset":  # its token files would be read from that folder
+        meta["dataset"] = "pydoc_topics"
+        (d / "meta.json").write_text(json.dumps(meta))
+    elif kind == "meta.json whose counts don't add up":
+        meta["tokens"] += 1
+        (d / "meta.json").write_text(json.dumps(meta))
+    elif kind == "meta.json with a repeat_fraction that is no fraction":
+        meta["repeat_fraction"] = "high"
+        (d / "meta.json").write_text(json.dumps(meta))
 
 
 @pytest.mark.parametrize("kind", ["invalid meta.json", "meta.json missing a key", "meta.json with a wrong type",
-                                  "ids beyond the vocabulary", "odd-sized token file", "token count unlike meta.json"])
+                                  "ids beyond the vocabulary", "odd-sized token file", "token count unlike meta.json",
+                                  "meta.json naming another dataset", "meta.json whose counts don't add up",
+                                  "meta.json with a repeat_fraction that is no fraction"])
 def test_a_damaged_prepared_dataset_gets_one_line_naming_the_file_and_the_fix(tmp_path, monkeypatch, kind):
     monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
     book = text_file(tmp_path / "book.txt")

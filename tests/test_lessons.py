@@ -28,6 +28,7 @@ def test_there_are_lessons():
     assert len(LESSONS) >= 3, f"expected the lesson notebooks in {os.path.join(ROOT, 'lessons')}"
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", LESSONS, ids=IDS)
 def test_lesson_notebook_runs_top_to_bottom(path, monkeypatch):
     monkeypatch.setenv("TIEDGPT_LESSON_FAST", "1")  # the kernel inherits os.environ; restored after the test
@@ -50,6 +51,7 @@ def test_lesson_notebook_is_committed_with_outputs(path):
     assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure in the outputs"
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("head", ["tied", "logn"])
 def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypatch):
     """Lesson 04's data are not just numbers in a file: re-running the recorded config (first 30 of its steps,
@@ -134,6 +136,7 @@ def _synthetic_campaign(folder, keep):
     return runs
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("stage", ["one seed of each arm", "every planned run"])
 def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypatch):
     """The lesson must not break as its campaign lands (every stage is committed on the way, and CI executes it):

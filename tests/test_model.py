@@ -289,6 +289,7 @@ def test_repeat_fraction_counts_targets_equal_to_their_input():
     assert repeat_fraction([1, 1, 2, 3, 3, 3]) == pytest.approx(3 / 5)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("d", [256, 512, 768])
 @pytest.mark.parametrize("sigma", ["inv_sqrt_d", 0.02])
@@ -309,6 +310,7 @@ def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma, norm):
         assert loss > math.log(N) + 4
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("head", HEADS)
 def test_initial_loss_of_every_head_matches_its_own_prediction(corpus_tokens, head, norm):
@@ -419,6 +421,7 @@ def test_the_self_logit_spreads_by_one_over_sqrt_2d_after_layernorm():
     assert (a.std() / a.mean()).item() == pytest.approx(1 / math.sqrt(2 * d), rel=0.05)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("cap", [3.0, 10.0, 30.0])
 def test_a_softcap_bounds_the_self_logit_but_removes_the_blowup_only_when_small(corpus_tokens, cap):
     """c tanh(d sigma / c): at c = 30 the cap is nearly idle (d sigma = 16 -> 14.6), at c = 3 the self-logit can't

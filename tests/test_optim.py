@@ -196,12 +196,12 @@ def test_bench_times_the_relative_optimizers_too(data_dir):
 def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp_path):
     """A ckpt.pt written before optim.py (no 'optimizer', 'residual_std', 'dense_val_*' in its config) was AdamW's
     with exact-zero branches: it resumes under the defaults, and is refused under another optimizer."""
-    assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
+    assert run([*TINY, "--max_iters=2", "--lr_decay_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
     state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
     for k in ("optimizer", "residual_std", "dense_val_until", "dense_val_windows"):
         del state["config"][k]
     torch.save(state, tmp_path / "ckpt.pt")
-    p = run([*TINY, "--max_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
+    p = run([*TINY, "--max_iters=4", "--lr_decay_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
     assert p.returncode == 0 and "resumed from" in p.stdout, p.stderr
     p = run([*TINY, "--optimizer=tiger", "--max_iters=6", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
     assert p.returncode in (1, 2) and "Traceback" not in p.stderr

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, corpus_n
 
 sys.path.insert(0, os.path.join(ROOT, "lessons"))
 import reproduce as R  # noqa: E402
@@ -28,6 +28,7 @@ def fake_run(group, arm, overrides, log=print, ckpt_dir=None):
 def stub(monkeypatch):
     monkeypatch.setattr(R, "run_one", fake_run)
     monkeypatch.setattr(R, "plan", lambda scale, runs=(): [("main", h, dict(head=h, seed=s)) for s in (1, 2) for h in ("tied", "logn")])
+    monkeypatch.setattr(R, "check_corpus_for_comparison", lambda scale: None)  # nothing is trained: no corpus
 
 
 def test_a_run_lands_as_its_own_file_and_a_restart_skips_it(stub, tmp_path):
@@ -81,14 +82,12 @@ def test_d768_plan_is_the_seeds_regime_with_seed_driven_data_order():
     assert sorted(primary) == sorted((a, s) for a in ("logn", "control", "ortho") for s in range(1, 6))
 
 
+@pytest.mark.corpus
 def test_the_control_gets_logns_sigma_from_the_corpus_n():
-    from conftest import shakespeare_path
-    if shakespeare_path() is None:
-        pytest.skip("needs Tiny Shakespeare (../shared/data or data/shakespeare/input.txt) for the corpus's n")
     g, a, o = next(x for x in R.plan("d768") if x[1] == "control")
     c = R.config_for(o)
     logn = R.config_for(next(x for x in R.plan("d768") if x[1] == "logn")[2])
-    n = 11706  # the GPT-2 tokens Tiny Shakespeare uses
+    n = corpus_n()  # the GPT-2 tokens the prepared corpus uses (11,706 for Tiny Shakespeare)
     assert c.head == "ortho" and c.emb_std == pytest.approx(math.log(n) / 768)
     assert dict(logn.__dict__, vocab_size=n, head="ortho", emb_std=c.emb_std) == dict(c.__dict__, vocab_size=n)
 
@@ -113,6 +112,7 @@ def test_committed_d768_runs_were_made_from_the_plan():
 
 
 @pytest.mark.slow
+@pytest.mark.corpus
 def test_the_live_scale_rerun_reproduces_every_committed_run(tmp_path):
     """What `python lessons/reproduce.py live` does (about 6 minutes on 2 cores): all 24 live runs trained again
     into a fresh folder, each final val loss equal to the committed one up to float rounding across machines."""
@@ -268,3 +268,108 @@ def test_a_record_keeps_every_quantity_the_run_logged(tiny_data, tmp_path, monke
     R.main("live", out=str(tmp_path / "runs"), log=lambda *a: None)
     kept = {k for h in R.load_runs(str(tmp_path / "runs"))[0]["history"] for k in h}
     assert logged - kept == set()
+
+
+# --- issue 32: every mistyped or tampered input is one line; a comparison never spans two corpora ----------------
+
+@pytest.mark.parametrize("flag", ["--arms=lgn", "--groups=mian", "--seeds=9"])
+def test_an_unknown_arm_group_or_seed_is_one_line_listing_the_plans_and_runs_nothing(stub, tmp_path, capsys, flag):
+    out = tmp_path / "runs"
+    assert R._cli(["live", f"--out={out}", flag]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    name = flag[2:].split("=")[0]
+    assert len(err) == 1 and "not in the live plan" in err[0] and f"whose {name} are:" in err[0], err
+    assert "tied, logn" in err[0] or "1, 2" in err[0] or "main" in err[0]
+    assert not out.exists()  # no empty folder left behind
+
+
+def test_an_out_under_a_file_is_one_line(stub, tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    assert R._cli(["live", f"--out={tmp_path / 'f' / 'sub'}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "can't be made" in err[0] and "Traceback" not in err[0], err
+
+
+@pytest.mark.parametrize("content, words", [
+    ("[1, 2, 3]", "a list, not a JSON object"),
+    ('{"foo": 1}', "its 'id' is missing"),
+    ('{"id": "main|tied|seed=1", "group": "main", "seed": 1}', "its 'history' is missing"),
+    ('{"id": "main|tied|seed=1", "group": "main", "seed": 1, "history": [{"val_loss": 5}]}', "history[0]"),
+    ('{"id": "main|tied|seed=1", "gr', "is not valid JSON"),
+])
+def test_a_run_record_of_the_wrong_shape_is_one_line_naming_the_file_and_the_field(tmp_path, capsys, content, words):
+    path = tmp_path / "main__tied__seed=1.json"
+    path.write_text(content)
+    with pytest.raises(ValueError) as e:
+        R.load_runs(str(tmp_path))
+    assert str(path) in str(e.value) and words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert R._cli(["live", f"--out={tmp_path}", "--resume=true"]) == 1
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_committed_runs_pass_the_record_checks():
+    for scale in R.SCALES:
+        R.load_runs(R.committed_path(scale))  # raises on the first record of the wrong shape
+
+
+def test_help_prints_every_plan_with_what_it_does_and_how_long_and_exits_0():
+    p = subprocess.run([sys.executable, "lessons/reproduce.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    for scale in R.SCALES:
+        assert f"\n  {scale} " in p.stdout
+    assert "CHECK" in p.stdout and "not a demonstration" in p.stdout and "min each" in p.stdout
+
+
+def with_corpus(record, dataset, n, sha256="abc"):
+    return dict(record, corpus=dict(dataset=dataset, corpus=dataset, sha256=sha256, tokens=1000, n=n), n=n)
+
+
+def test_a_comparison_across_corpora_is_refused_in_one_line(tmp_path, monkeypatch):
+    """Committed runs made on Tiny Shakespeare and a re-run on the offline fallback differ by the corpora, not by float
+    rounding: the comparison checks the corpus first and refuses, naming both."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    for seed in (1, 2):
+        rec = fake_run("main", "tied", dict(head="tied", seed=seed))
+        R._write_atomic(str(old / R._file_name(rec["id"])), with_corpus(rec, "shakespeare", 11706))
+        R._write_atomic(str(new / R._file_name(rec["id"])), with_corpus(rec, "pydoc_topics", 5170, "def"))
+    monkeypatch.setattr(R, "committed_path", lambda scale: str(old))
+    with pytest.raises(ValueError, match=r"committed from shakespeare \(n = 11706.*re-made on pydoc_topics \(n = 5170") as e:
+        R.compare_with_committed("live", str(new), log=lambda *a: None)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.corpus
+def test_a_rerun_on_another_corpus_is_refused_before_anything_is_trained(tiny_data, tmp_path, monkeypatch, capsys):
+    """Offline, the plan's 'shakespeare' is prepared as the fallback corpus: `reproduce.py live` says so and stops
+    before training, instead of training for minutes and then blaming rounding."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "SHAKESPEARE_URL", "http://127.0.0.1:9/unreachable")  # no Tiny Shakespeare, no network
+    committed = tmp_path / "committed"
+    committed.mkdir()
+    rec = fake_run("main", "tied", dict(head="tied", seed=1))
+    R._write_atomic(str(committed / R._file_name(rec["id"])), dict(rec, config=dict(dataset="shakespeare"), n=11706))
+    monkeypatch.setattr(R, "committed_path", lambda scale: str(committed))
+    monkeypatch.setattr(R, "plan", lambda scale, runs=(): [("main", "tied", dict(TINY_RUN, dataset="shakespeare"))])
+    monkeypatch.setattr(R, "run_one", lambda *a, **k: pytest.fail("trained although the corpus differs"))
+    assert R._cli(["live", f"--out={tmp_path / 'runs'}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "made on shakespeare (n = 11706)" in err[0] and "pydoc_topics" in err[0], err
+
+
+TINY_RUN = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, sample_tokens=0,
+                log_interval=2, max_iters=2, eval_interval=2, out_dir="", head="tied", seed=1, vocab="corpus")
+
+
+@pytest.mark.corpus
+def test_a_record_names_the_corpus_it_was_really_made_on(tiny_data, monkeypatch):
+    """Asked for 'shakespeare' on a machine that can't get it, the run trains on the fallback, and its record says
+    pydoc_topics with that text's sha256 and n, never 'shakespeare'."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "SHAKESPEARE_URL", "http://127.0.0.1:9/unreachable")
+    rec = R.run_one("main", "tied", dict(TINY_RUN, dataset="shakespeare"), log=lambda *a: None)
+    meta = P.load_meta("pydoc_topics")
+    assert rec["config"]["dataset"] == "pydoc_topics"
+    assert rec["corpus"] == dict(dataset="pydoc_topics", corpus="pydoc_topics", sha256=meta["sha256"],
+                                 tokens=meta["tokens"], n=rec["n"])
