@@ -167,3 +167,130 @@ def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypa
     assert relative == ["PENDING"] * 2 if stage == "one seed of each arm" else "PENDING" not in relative
     assert any(c.cell_type == "code" and any("image/png" in o.get("data", {}) for o in c.outputs)
                for c in nb.cells[setup + 5:]), "the campaign's figures are drawn"
+
+
+# ----------------------------------------------------------------------------------------------------
+# The class path (lessons 01-04, two 90-minute classes) has a reading budget and a house style; the appendices are
+# the full reports and keep theirs. lessons/budget.py defines what a word is.
+
+def _budget():
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "lessons"))
+    import budget
+    return budget
+
+
+CLASS = sorted(glob.glob(os.path.join(ROOT, "lessons", "0[0-9]_*.ipynb")))
+CLASS_IDS = [os.path.basename(p) for p in CLASS]
+
+
+def test_the_class_path_is_lessons_01_to_04():
+    assert [name[:2] for name in CLASS_IDS] == ["01", "02", "03", "04"]
+
+
+def test_the_budget_counts_prose_and_printed_output_not_code_figures_or_going_deeper(tmp_path):
+    v4 = nbformat.v4
+    nb = v4.new_notebook(cells=[
+        v4.new_markdown_cell("# Title\n\nthree more words"),                                   # 5 words
+        v4.new_code_cell("x = 'code is never counted, however long it is'", outputs=[
+            v4.new_output("stream", name="stdout", text="two words\n"),                         # 2 words
+            v4.new_output("display_data", data={"image/png": "", "text/plain": "<Figure size 1x1>"})]),
+        v4.new_markdown_cell("## Going deeper\n\nnot read in class"),
+        v4.new_code_cell("", outputs=[v4.new_output("stream", name="stdout", text="a b c d e f\n")])])
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, str(path))
+    total, (largest, cell), deeper = _budget().measure(str(path))
+    assert (total, largest, cell, deeper) == (7, 6, 3, True)   # the largest printout counts wherever it is
+
+
+@pytest.mark.parametrize("path", CLASS, ids=CLASS_IDS)
+def test_class_lesson_is_within_its_reading_budget(path):
+    """At most 3,000 words of prose and printed output before 'Going deeper', no printout over 150 words
+    (`python lessons/budget.py` prints the table)."""
+    b = _budget()
+    lines, ok = b.report([path])
+    assert ok, "\n".join(lines)
+
+
+def _text(cell):
+    return cell.source if cell.cell_type == "markdown" else _budget().printout(cell)
+
+
+@pytest.mark.parametrize("path", CLASS, ids=CLASS_IDS)
+def test_every_figure_of_a_class_lesson_is_followed_by_a_bold_takeaway(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
+            assert after is not None and after.cell_type == "markdown" and after.source.lstrip().startswith("**"), \
+                f"cell {i} draws a figure; the next cell should open with a one-line takeaway in bold"
+
+
+REPORT_WORDS = [r"\bFLAGGED\b", r"\bFRAGILE\b", r"\bamend", r"\bBonferroni\b", r"\b(rule|check|sweep) [A-Z]\b",
+                r"\b[PTB][1-9]\b", r"\bpre-?regist"]
+
+
+@pytest.mark.parametrize("path", CLASS, ids=CLASS_IDS)
+def test_class_lessons_leave_the_reports_labels_in_the_appendices(path):
+    import re
+    nb = nbformat.read(path, as_version=4)
+    found = [(i, m.group(0)) for i, c in enumerate(nb.cells) for pat in REPORT_WORDS
+             for m in re.finditer(pat, _text(c))]
+    assert not found, f"report labels in a class lesson (cell, label): {found}"
+
+
+@pytest.mark.parametrize("path", CLASS, ids=CLASS_IDS)
+def test_class_lessons_call_the_source_the_post_not_the_seed(path):
+    """'the seed' would collide with random seeds, which the lessons use too."""
+    import re
+    nb = nbformat.read(path, as_version=4)
+    found = [(i, m.group(0)) for i, c in enumerate(nb.cells)
+             for m in re.finditer(r"\bthe seed\b(?!-to-seed)|\\text\{seed\}|\bseed's (formula|error|loss|prediction)",
+                                  _text(c), re.IGNORECASE)]
+    assert not found, f"say 'the post' (cell, words): {found}"
+
+
+@pytest.mark.parametrize("path", CLASS, ids=CLASS_IDS)
+def test_class_lesson_ends_with_two_or_three_exercises_that_name_a_cell(path):
+    import re
+    nb = nbformat.read(path, as_version=4)
+    heads = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Exercises")]
+    assert len(heads) == 1, "one '## Exercises' section"
+    deeper = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## Going deeper" in c.source]
+    assert not deeper or heads[0] < deeper[0], "the exercises come before the optional 'Going deeper'"
+    items = re.split(r"\n(?=\d+\. )", "\n" + nb.cells[heads[0]].source)[1:]
+    assert 2 <= len(items) <= 3
+    for item in items:
+        assert "cell" in item and "look" in item.lower(), f"an exercise names the cell to change and what to look for: {item[:80]}"
+
+
+def test_lesson04_prose_matches_the_committed_runs():
+    """Lesson 04's words (its takeaways and the practice table) read the committed runs; if the runs or the rules
+    change, this says which sentence to revisit."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "lessons"))
+    import analysis as A
+    import analysis05 as A5
+    optim_runs, _ = A.load_scale("optim")
+    d768, _ = A.load_scale("d768")
+    camp = {"adamw": A.settings("d768", d768)["sigma=0.02"], **A5.settings(optim_runs)}
+    word = lambda opt, arm: A.compare(A.paired(camp[opt]["logn"], camp[opt][arm], "early"))["word"]
+    arms = ["untied", "ortho", "shuffle", "control"]
+    # section 6: "Under Tiger and LAMB logn is slower than every other arm; under AdamW it is slower than none."
+    assert all(word(opt, a) == "A higher" for opt in ("tiger", "lamb") for a in arms)
+    assert not any(word("adamw", a) == "A higher" for a in arms)
+    assert not any(word("adamw (residual_std=1e-4)", a) == "A higher" for a in ("ortho", "control"))
+
+    def first_and_close(opt, stat):
+        rows = A5.ranking(camp[opt], stat, ["tied", "logn", "control", "ortho", "shuffle", "untied"])
+        return rows[0]["arm"], {r["arm"] for r in rows[1:] if r["vs_first"]["word"] != "A higher"}, rows[-1]["arm"]
+    # section 5's table
+    assert first_and_close("adamw", "early")[0] == "logn"
+    assert first_and_close("adamw", "best")[0] == "tied"
+    first, close, _ = first_and_close("tiger", "early")
+    assert first == "ortho" and "untied" in close and not {"logn", "tied"} & close
+    first, close, last = first_and_close("tiger", "best")
+    assert first == "control" and "logn" in close and last == "untied"
+    first, close, _ = first_and_close("lamb", "early")
+    assert first == "untied" and not {"logn", "tied"} & close
+    assert first_and_close("lamb", "best")[0] == "logn"
