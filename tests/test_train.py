@@ -61,6 +61,7 @@ def test_same_seed_gives_same_losses_on_cpu(data_dir):
     assert [r.get("train_loss") for r in a] != [r.get("train_loss") for r in c]
 
 
+@pytest.mark.slow
 def test_fast_path_keeps_the_training_curve_of_the_straightforward_path(data_dir):
     """The speed-ups (fused output projection + loss, fused AdamW) change no number beyond float rounding:
     30 steps of train() track the textbook path (logits then F.cross_entropy, foreach AdamW)."""
@@ -75,6 +76,7 @@ def test_fast_path_keeps_the_training_curve_of_the_straightforward_path(data_dir
     assert fast[-2]["train_loss"] < fast[0]["train_loss"] - 0.3  # it learned: the curves had room to differ
 
 
+@pytest.mark.slow
 def test_bfloat16_training_tracks_float32(data_dir):
     """bf16 autocast (what a GPU run uses; here on the CPU) follows the fp32 curve to bf16's precision."""
     from train import train
@@ -107,6 +109,7 @@ def test_outputs_config_metrics_and_checkpoint(data_dir, tmp_path):
     assert "final val loss" in p.stdout
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_matches_uninterrupted_run(data_dir, tmp_path):
     """SIGKILL a run after its checkpoint at step 10, resume it, and get the losses of a run that was
     never interrupted: same model, optimizer, data-generator and RNG states."""
@@ -155,6 +158,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(data_dir, tmp_path):
     assert step >= 5 and max(losses(tmp_path)) == step - 1  # every logged step is in the checkpoint
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, tmp_path):
     args = [*TINY, "--max_iters=6", "--eval_interval=3", "--batch_size=8", "--grad_clip=0.5"]
     one = run([*args, f"--out_dir={tmp_path / 'one'}"])
@@ -404,6 +408,7 @@ def test_a_divergence_is_reported_at_the_step_it_happened(data_dir):
     assert int(step) < 10 and f"non-finite loss at step {step};" in sparse.stderr, sparse.stderr
 
 
+@pytest.mark.slow
 def test_tokens_count_what_was_seen_when_batch_size_changes_on_resume(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=4", "--eval_interval=4", f"--out_dir={tmp_path}"]).returncode == 0
     assert run([*TINY, "--max_iters=8", "--eval_interval=4", "--batch_size=8", f"--out_dir={tmp_path}",
