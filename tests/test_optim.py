@@ -181,12 +181,14 @@ def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt
     assert a[8]["val_loss"] == b[8]["val_loss"] and a[0]["train_loss"] != a[7]["train_loss"]
 
 
+@pytest.mark.slow
 def test_resuming_with_another_optimizer_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
     p = run([*TINY, "--optimizer=lamb", "--max_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
     assert p.returncode == 1 and "optimizer=adamw" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_bench_times_the_relative_optimizers_too(data_dir):
     p = run([*TINY, "--optimizer=tiger", "--bench=2"])
     assert p.returncode == 0 and "tokens/s" in p.stdout, p.stderr

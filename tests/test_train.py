@@ -203,6 +203,7 @@ def test_asking_for_cuda_without_a_gpu_is_refused(data_dir):
     assert p.returncode == 2 and "no CUDA GPU" in p.stderr
 
 
+@pytest.mark.slow
 def test_checkpoint_of_another_head_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=1", f"--out_dir={tmp_path}"]).returncode == 0
     p = run([*TINY, "--max_iters=4", f"--out_dir={tmp_path}", "--resume=true", "--head=ortho"])
@@ -215,6 +216,7 @@ def test_corrupt_checkpoint_is_refused(data_dir, tmp_path):
     assert p.returncode == 1 and "not a tiedgpt checkpoint" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(data_dir, tmp_path):
     """An absurd learning rate blows the weights up; training stops and the checkpoint stays good."""
     assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
@@ -248,6 +250,7 @@ def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
     assert h[-1]["val_loss"] < 12
 
 
+@pytest.mark.slow
 def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
     p = run(TINY + ["--bench=2", "--bench_profile=true"])
     assert p.returncode == 0, p.stderr
@@ -255,6 +258,7 @@ def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
     assert "Self CPU" in p.stdout and "aten::mm" in p.stdout  # the profiler's table of ops
 
 
+@pytest.mark.slow
 def test_bench_against_the_nanogpt_style_baseline_reports_ratios(data_dir):
     """Both sides run in their own process on the same shape; the baseline really is the textbook path."""
     from train import NANOGPT, bench_against_baseline
@@ -294,6 +298,7 @@ def test_checkpoint_with_pickled_code_is_refused_and_runs_nothing(data_dir, tmp_
     assert not pwned.exists(), "the checkpoint ran code"
 
 
+@pytest.mark.slow
 def test_resuming_on_other_data_is_refused(data_dir, tmp_path):
     book = tmp_path / "book.txt"
     book.write_text("To be, or not to be, that is the question. " * 400)
@@ -331,6 +336,7 @@ def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(data_dir,
     assert (tmp_path / "ckpt.pt").read_bytes() == before and not (tmp_path / "ckpt.pt.tmp").exists()
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_busy_out_dir_is_refused(data_dir, tmp_path):
     import train as T
     lock = T.claim_out_dir(config(out_dir=str(tmp_path)))  # this test process plays the first run
@@ -342,6 +348,7 @@ def test_a_second_run_on_a_busy_out_dir_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", f"--out_dir={tmp_path}"]).returncode == 0  # free again
 
 
+@pytest.mark.slow
 def test_a_fresh_run_never_overwrites_an_earlier_runs_checkpoint(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
     before = (tmp_path / "ckpt.pt").read_bytes()
@@ -399,6 +406,7 @@ def test_a_piped_run_prints_plain_lines_and_states_the_expected_first_loss(data_
     assert f"expect at step 0: loss ~ {expected:.2f}" in p.stdout and "ln(n) = 10.82" in p.stdout
 
 
+@pytest.mark.slow
 def test_a_divergence_is_reported_at_the_step_it_happened(data_dir):
     """Rows are logged every 10 steps, but the message names the step whose loss went non-finite."""
     bad = ["--max_iters=30", "--warmup_iters=0", "--lr=1e30", "--grad_clip=0", "--out_dir="]
