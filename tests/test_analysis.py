@@ -65,6 +65,7 @@ def test_equal_arms_are_called_different_about_five_percent_of_the_time():
     assert 0.03 < np.mean(calls) < 0.07
 
 
+@pytest.mark.slow
 def test_under_the_null_the_claims_are_rarely_decided_wrongly():
     """All arms equal: 'logn slowest' is (falsely) SUPPORTED and 'alike' claims are (falsely) CONTRADICTED in at
     most ~5% of experiments, with 3 seeds and with 5."""

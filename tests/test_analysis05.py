@@ -354,6 +354,7 @@ def test_provenance_names_every_run_made_away_from_the_preregistered_commit():
     assert A5.provenance_lines(runs[:1], commit=at) == ["made at the pre-registration's commit aaaaaaa: 1 of 1 runs"]
 
 
+@pytest.mark.reports
 def test_every_committed_campaign_run_was_made_at_the_preregistered_commit():
     """The campaign runs from a worktree pinned at the pre-registration (see the comment on PREREGISTERED_AT); a run
     made from main, after the rules or the code moved on, would fail this."""
@@ -361,6 +362,7 @@ def test_every_committed_campaign_run_was_made_at_the_preregistered_commit():
     assert runs and {r["git_commit"] for r in runs} == {A5.PREREGISTERED_AT}
 
 
+@pytest.mark.reports
 def test_the_preregistered_commit_is_the_one_that_wrote_the_plan():
     """PREREGISTERED_AT was recorded after the fact; git can check it: at that commit analysis05.py already holds the
     campaign's rules, and its parent has no analysis05.py (the rules came in that commit, before any run)."""
@@ -381,6 +383,7 @@ def test_the_preregistered_commit_is_the_one_that_wrote_the_plan():
     assert show(A5.PREREGISTERED_AT + "~1").returncode != 0
 
 
+@pytest.mark.reports
 def test_the_committed_runs_give_the_verdicts_lesson05s_summary_states_in_words():
     """Lesson 05 section 8 ends with a summary in words, written after Tiger's and LAMB's runs were all in. Words can't
     recompute themselves, so this pins what they say to the committed runs: if the data ever change, this fails and
@@ -418,6 +421,7 @@ def test_the_committed_runs_give_the_verdicts_lesson05s_summary_states_in_words(
 
 
 @pytest.mark.corpus
+@pytest.mark.reports
 def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
     """Section 10's exploratory runs must be the campaign's seed-1 runs cut at step 200: same config, same lr at every
     step (the cosine still runs to 1200), same lr as sweep S chose for the committed runs; only log_rows is added.
@@ -443,6 +447,7 @@ def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
         assert [train.lr_at(t, c) for t in range(200)] == [train.lr_at(t, full) for t in range(200)]
 
 
+@pytest.mark.reports
 def test_the_committed_runs_give_what_lesson05_section_7_says_of_adamw_at_rule_rs_init():
     """Section 7's reading and the summary's first point, pinned to the runs: at rule R's init (3 seeds) AdamW's logn is
     significantly ahead of ortho and of the control on early, the control - ortho comparison decides nothing, and
@@ -509,6 +514,7 @@ def test_the_turn_detail_reads_logns_self_logit_against_the_controls():
     assert A5.turn_detail_lines({"tiger": {"logn": by["tiger"]["logn"]}}) == []  # no control: nothing to read against
 
 
+@pytest.mark.reports
 def test_the_committed_turn_runs_give_what_lesson05_section_10_says():
     """Section 10's reading, pinned to its nine committed runs (one seed; described, not a verdict)."""
     by = A5.turn_runs(R.load_runs(R.committed_path("turn")))
@@ -549,6 +555,7 @@ def test_the_branch_expectations_follow_their_written_rules():
     assert held({}) == dict(B1=None, B2=None)
 
 
+@pytest.mark.reports
 def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
     """The 'what the branches add' reading and README's sentence, pinned to the three re-made logn runs."""
     runs = R.load_runs(R.committed_path("turn"))

@@ -17,6 +17,9 @@ nbclient = pytest.importorskip("nbclient")
 
 LESSONS = sorted(glob.glob(os.path.join(ROOT, "lessons", "*.ipynb")))
 IDS = [os.path.basename(p) for p in LESSONS]
+# The appendices are the campaigns' full reports: executing them checks the reports, so it runs with `-m reports`.
+RUNS = [pytest.param(p, marks=pytest.mark.reports) if os.path.basename(p).startswith("appendix") else p
+        for p in LESSONS]
 
 
 def _errors(nb):
@@ -29,7 +32,7 @@ def test_there_are_lessons():
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", LESSONS, ids=IDS)
+@pytest.mark.parametrize("path", RUNS, ids=IDS)
 def test_lesson_notebook_runs_top_to_bottom(path, monkeypatch):
     monkeypatch.setenv("TIEDGPT_LESSON_FAST", "1")  # the kernel inherits os.environ; restored after the test
     nb = nbformat.read(path, as_version=4)
@@ -53,6 +56,7 @@ def test_lesson_notebook_is_committed_with_outputs(path):
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("head", ["tied", "logn"])
+@pytest.mark.reports
 def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypatch):
     """Lesson 04's data are not just numbers in a file: re-running the recorded config (first 30 of its steps,
     same lr schedule) gives the recorded val losses again."""
@@ -138,6 +142,7 @@ def _synthetic_campaign(folder, keep):
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("stage", ["one seed of each arm", "every planned run"])
+@pytest.mark.reports
 def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypatch):
     """The lesson must not break as its campaign lands (every stage is committed on the way, and CI executes it):
     run it on the sweeps decided and one seed per arm (its verdicts must say PENDING), and on the whole plan."""

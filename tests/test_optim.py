@@ -163,6 +163,7 @@ def test_near_zero_branches_keep_the_fresh_model_close_to_the_2_gram_model():
 
 
 @pytest.mark.parametrize("opt", ["tiger", "lamb"])
+@pytest.mark.slow
 def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt):
     """The relative optimizers go through train.py like AdamW: a run stopped at its step-4 checkpoint and resumed
     logs the uninterrupted run's losses to the bit (the optimizer state is in the checkpoint), and log_rows' turns
@@ -180,12 +181,14 @@ def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt
     assert a[8]["val_loss"] == b[8]["val_loss"] and a[0]["train_loss"] != a[7]["train_loss"]
 
 
+@pytest.mark.slow
 def test_resuming_with_another_optimizer_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
     p = run([*TINY, "--optimizer=lamb", "--max_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
     assert p.returncode == 1 and "optimizer=adamw" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_bench_times_the_relative_optimizers_too(data_dir):
     p = run([*TINY, "--optimizer=tiger", "--bench=2"])
     assert p.returncode == 0 and "tokens/s" in p.stdout, p.stderr
@@ -193,6 +196,7 @@ def test_bench_times_the_relative_optimizers_too(data_dir):
     assert "optimizer=tiger" in p.stdout and "fused_adamw" not in p.stdout
 
 
+@pytest.mark.slow
 def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp_path):
     """A ckpt.pt written before optim.py (no 'optimizer', 'residual_std', 'dense_val_*' in its config) was AdamW's
     with exact-zero branches: it resumes under the defaults, and is refused under another optimizer."""
@@ -235,6 +239,7 @@ def test_the_self_logit_of_a_fresh_model_is_lesson_02s_2_gram_score():
     assert abs(got["ortho"]) < 0.5
 
 
+@pytest.mark.slow
 def test_under_tiger_no_row_turns_faster_than_the_relative_steps_budget(data_dir, tmp_path):
     """log_rows under Tiger: a row moves by lr_t |w_i| a step, so the mean turn after t steps is at most the sum of
     lr_t so far; the self-logit of the fresh tied model starts high and is logged beside it."""

@@ -92,6 +92,7 @@ def test_the_control_gets_logns_sigma_from_the_corpus_n():
     assert dict(logn.__dict__, vocab_size=n, head="ortho", emb_std=c.emb_std) == dict(c.__dict__, vocab_size=n)
 
 
+@pytest.mark.reports
 def test_committed_d768_runs_were_made_from_the_plan():
     """Each committed d768 run's recorded config is the one the plan asks for (no run made with other settings)."""
     runs = R.load_runs(R.committed_path("d768"))
@@ -153,6 +154,7 @@ def tiny_data(tmp_path_factory, monkeypatch):
     return d
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(tiny_data, tmp_path, monkeypatch):
     """With --ckpt_dir a run stopped mid-way (a session's hard stop, a kill) is not lost: a restarted worker
     continues it from the last evaluation's checkpoint, and the record equals the uninterrupted run's."""
@@ -188,6 +190,7 @@ def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(t
     assert "val_windows_last" not in whole  # without a checkpoint there is no final model to score
 
 
+@pytest.mark.slow
 def test_the_record_keeps_each_val_windows_loss_under_the_final_model(tiny_data, tmp_path):
     """With --ckpt_dir the record holds the loss of every whole-split val window under the final model: their
     mean is the run's last whole-split val loss, and their spread is what lesson 04 reads measurement noise from."""
@@ -228,6 +231,7 @@ def test_an_unreadable_checkpoint_costs_a_restart_not_a_traceback(tmp_path, caps
     assert "starts over" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, tmp_path, monkeypatch):
     """A run whose loss goes non-finite (here: lr 1e30, no clipping) must not stop the campaign or be retried
     forever: it lands as a record whose best and last are NaN, with NaN at every evaluation from the divergence

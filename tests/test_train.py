@@ -61,6 +61,7 @@ def test_same_seed_gives_same_losses_on_cpu(data_dir):
     assert [r.get("train_loss") for r in a] != [r.get("train_loss") for r in c]
 
 
+@pytest.mark.slow
 def test_fast_path_keeps_the_training_curve_of_the_straightforward_path(data_dir):
     """The speed-ups (fused output projection + loss, fused AdamW) change no number beyond float rounding:
     30 steps of train() track the textbook path (logits then F.cross_entropy, foreach AdamW)."""
@@ -75,6 +76,7 @@ def test_fast_path_keeps_the_training_curve_of_the_straightforward_path(data_dir
     assert fast[-2]["train_loss"] < fast[0]["train_loss"] - 0.3  # it learned: the curves had room to differ
 
 
+@pytest.mark.slow
 def test_bfloat16_training_tracks_float32(data_dir):
     """bf16 autocast (what a GPU run uses; here on the CPU) follows the fp32 curve to bf16's precision."""
     from train import train
@@ -107,6 +109,7 @@ def test_outputs_config_metrics_and_checkpoint(data_dir, tmp_path):
     assert "final val loss" in p.stdout
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_matches_uninterrupted_run(data_dir, tmp_path):
     """SIGKILL a run after its checkpoint at step 10, resume it, and get the losses of a run that was
     never interrupted: same model, optimizer, data-generator and RNG states."""
@@ -155,6 +158,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(data_dir, tmp_path):
     assert step >= 5 and max(losses(tmp_path)) == step - 1  # every logged step is in the checkpoint
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, tmp_path):
     args = [*TINY, "--max_iters=6", "--eval_interval=3", "--batch_size=8", "--grad_clip=0.5"]
     one = run([*args, f"--out_dir={tmp_path / 'one'}"])
@@ -199,6 +203,7 @@ def test_asking_for_cuda_without_a_gpu_is_refused(data_dir):
     assert p.returncode == 2 and "no CUDA GPU" in p.stderr
 
 
+@pytest.mark.slow
 def test_checkpoint_of_another_head_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=1", f"--out_dir={tmp_path}"]).returncode == 0
     p = run([*TINY, "--max_iters=4", f"--out_dir={tmp_path}", "--resume=true", "--head=ortho"])
@@ -247,6 +252,7 @@ def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
     assert h[-1]["val_loss"] < 12
 
 
+@pytest.mark.slow
 def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
     p = run(TINY + ["--bench=2", "--bench_profile=true"])
     assert p.returncode == 0, p.stderr
@@ -254,6 +260,7 @@ def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
     assert "Self CPU" in p.stdout and "aten::mm" in p.stdout  # the profiler's table of ops
 
 
+@pytest.mark.slow
 def test_bench_against_the_nanogpt_style_baseline_reports_ratios(data_dir):
     """Both sides run in their own process on the same shape; the baseline really is the textbook path."""
     from train import NANOGPT, bench_against_baseline
@@ -293,6 +300,7 @@ def test_checkpoint_with_pickled_code_is_refused_and_runs_nothing(data_dir, tmp_
     assert not pwned.exists(), "the checkpoint ran code"
 
 
+@pytest.mark.slow
 def test_resuming_on_other_data_is_refused(data_dir, tmp_path):
     book = tmp_path / "book.txt"
     book.write_text("To be, or not to be, that is the question. " * 400)
@@ -331,6 +339,7 @@ def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(data_dir,
     assert (tmp_path / "ckpt.pt").read_bytes() == before and not (tmp_path / "ckpt.pt.tmp").exists()
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_busy_out_dir_is_refused(data_dir, tmp_path):
     import train as T
     lock = T.claim_out_dir(config(out_dir=str(tmp_path)))  # this test process plays the first run
@@ -342,6 +351,7 @@ def test_a_second_run_on_a_busy_out_dir_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", f"--out_dir={tmp_path}"]).returncode == 0  # free again
 
 
+@pytest.mark.slow
 def test_a_fresh_run_never_overwrites_an_earlier_runs_checkpoint(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
     before = (tmp_path / "ckpt.pt").read_bytes()
@@ -399,6 +409,7 @@ def test_a_piped_run_prints_plain_lines_and_states_the_expected_first_loss(data_
     assert f"expect at step 0: loss ~ {expected:.2f}" in p.stdout and "ln(n) = 10.82" in p.stdout
 
 
+@pytest.mark.slow
 def test_a_divergence_is_reported_at_the_step_it_happened(data_dir):
     """Rows are logged every 10 steps, but the message names the step whose loss went non-finite."""
     bad = ["--max_iters=30", "--warmup_iters=0", "--lr=1e30", "--grad_clip=0", "--out_dir="]
@@ -408,6 +419,7 @@ def test_a_divergence_is_reported_at_the_step_it_happened(data_dir):
     assert int(step) < 10 and f"non-finite loss at step {step};" in sparse.stderr, sparse.stderr
 
 
+@pytest.mark.slow
 def test_tokens_count_on_from_the_checkpoint_when_a_run_is_extended(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=4", "--eval_interval=4", "--lr_decay_iters=8", f"--out_dir={tmp_path}"]).returncode == 0
     assert run([*TINY, "--max_iters=8", "--eval_interval=4", "--lr_decay_iters=8", f"--out_dir={tmp_path}",
