@@ -95,6 +95,10 @@ def test_the_readme_table_of_findings_is_what_the_committed_runs_give():
             table[m.group(1).lower()] = (m.group(2), float(m.group(3).replace("−", "-")),
                                          float(m.group(4).replace("−", "-")))
     assert sorted(table) == ["adamw", "lamb", "tiger"], "the README's table has one row per optimizer"
+    for line in _first_page().splitlines():  # the row's learning rate is the one its runs were made with
+        m = re.match(r"\| (Tiger|LAMB|AdamW): .*lr ([0-9.e-]+),", line)
+        if m:
+            assert {runs[(m.group(1).lower(), "logn", s)]["config"]["lr"] for s in (1, 2, 3)} == {float(m.group(2))}
     for opt, (word, at100, at400) in table.items():
         for step, stated in ((100, at100), (400, at400)):
             gaps = [_val(runs[(opt, "logn", s)], step) - _val(runs[(opt, "ortho", s)], step) for s in (1, 2, 3)]
