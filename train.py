@@ -777,7 +777,8 @@ def progress_bar(c, step, show, log):
     """(bar, say, plain). The bar redraws one line with carriage returns: right for a terminal or a notebook,
     unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line
     instead (plain=True). say() prints a line without breaking the bar."""
-    interactive = sys.stdout.isatty() or "ipykernel" in sys.modules
+    ipython = sys.modules.get("IPython")  # a notebook: IPython is running a shell (merely imported, it is not one)
+    interactive = sys.stdout.isatty() or (ipython is not None and ipython.get_ipython() is not None)
     bar = tqdm(total=c.max_iters, initial=step, disable=not (show and interactive), dynamic_ncols=True)
     return bar, (bar.write if not bar.disable else log), show and bar.disable
 
