@@ -45,11 +45,15 @@ import math
 import multiprocessing
 import os
 import platform
+import queue as queue_module
 import re
 import signal
 import subprocess
 import sys
 import time
+
+if multiprocessing.parent_process() is not None:  # a worker process (run_all): Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -69,13 +73,15 @@ RESIDUAL_STD = 1e-4  # the campaign's branch init (train.TIGER_RESIDUAL_STD), fo
 
 # Every key is a --key=value flag. The run settings first (they make a run's config), then how to run them.
 DEFAULTS = dict(
-    seeds="1,2,3",  # each seed draws the init and the batch order; logn and ortho of one seed share the batches
+    seeds="1,2,3,4",  # each seed draws the init and the batch order; logn and ortho of one seed share the batches
     optimizers="tiger,adamw",  # any of tiger, lamb, adamw
     steps=100,  # steps trained; the verdict is read at the last one
-    n_embd=768, n_layer=2, n_head=12, batch_size=8, block_size=64,
+    n_embd=256, n_layer=2, n_head=4, batch_size=8, block_size=64,  # d = 256 (the campaign: 768), heads of 64
     warmup=100,  # linear warmup steps
     schedule=1200,  # the cosine's length (lr_decay_iters): the campaign's lr curve, cut at `steps`
-    lr_tiger=3e-3, lr_lamb=3e-3, lr_adamw=1e-3,  # the campaign's peak lrs
+    # peak lrs: Tiger's and LAMB's are the campaign's (a relative step does not depend on d); AdamW's is the
+    # campaign's 1e-3 x 768 / d, so that its step relative to logn's embedding, lr / sigma = lr d / ln n, is the same
+    lr_tiger=3e-3, lr_lamb=3e-3, lr_adamw=3e-3,
     ortho_dsigma=15.36,  # ortho's d * sigma (the tied head's logit scale): GPT-2's 0.02 x 768
     eval_every=10,  # steps between val measurements
     val_windows=128,  # val windows measured (evenly spaced over the val split; the campaign's dense subset)
@@ -242,37 +248,29 @@ def finished_run(path, config):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Worker processes: each runs whole runs with one thread, saves each as it finishes, and reports its steps
+# Worker processes: each takes whole runs off a queue, trains them with its threads, saves each as it finishes and
+# reports its steps. Ctrl-C reaches every process of the terminal: a worker ignores it (see the top of this file) except
+# inside train(), whose own handler stops the run after its current step; the main process then stops the workers.
 
-_progress = None  # in a worker: the queue its steps go to
-
-
-def _worker_init(queue, threads):
-    global _progress
-    _progress = queue
+def _worker(tasks, results, threads):
     torch.set_num_threads(threads)
-    # Ctrl-C reaches every process of the terminal: a worker between runs ignores it (the main process stops the
-    # pool); one inside train() gets train's own handler, which stops that run after its current step
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _worker_run(job):
-    path, config = job
-    name = os.path.basename(path)
-    try:
-        rec = run_one(config, on_step=lambda step: _progress.put((name, step)))
-    except KeyboardInterrupt:  # train() stopped on Ctrl-C: say so with an exception every process can unpickle
-        raise InterruptedError(name) from None
-    except Exception as e:
-        raise RuntimeError(f"{config.optimizer}, {config.head}, seed {config.seed}: {e}") from None
-    write_json(path, rec)
-    return name
+    for path, config in iter(tasks.get, None):
+        name = os.path.basename(path)
+        try:
+            write_json(path, run_one(config, on_step=lambda step: results.put(("step", name, step))))
+        except KeyboardInterrupt:  # train() stopped on Ctrl-C (or SIGTERM) after its current step
+            results.put(("stopped", name, None))
+            return
+        except Exception as e:
+            results.put(("failed", name, f"{config.optimizer}, {config.head}, seed {config.seed}: {e}"))
+            return
+        results.put(("done", name, None))
 
 
 def run_all(jobs, workers, threads, bar, log=print):
     """Run the (path, config) jobs, `workers` at a time, each saved to its path as it finishes. The bar advances by
-    every step a run reports (without a bar, one line per finished run). A KeyboardInterrupt (Ctrl-C) propagates,
-    the finished runs being on disk already."""
+    every step a run reports (without a bar, one line per finished run). KeyboardInterrupt (Ctrl-C) propagates, the
+    finished runs being on disk already; RuntimeError if a run fails."""
     total = {os.path.basename(p): c.max_iters for p, c in jobs}
     shown, finished = {}, []
 
@@ -287,7 +285,7 @@ def run_all(jobs, workers, threads, bar, log=print):
         if bar.disable:
             log(f"demo: {len(finished)} of {len(jobs)} runs done ({name.rsplit('__', 1)[0]})")
 
-    if workers <= 1:
+    if workers <= 1 or len(jobs) <= 1:
         before = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
@@ -299,24 +297,42 @@ def run_all(jobs, workers, threads, bar, log=print):
             torch.set_num_threads(before)
         return
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter per worker: no threads inherited through fork
-    queue = ctx.Queue()
-    pool = ctx.Pool(workers, initializer=_worker_init, initargs=(queue, threads))
+    tasks, results = ctx.Queue(), ctx.Queue()
+    for job in jobs:
+        tasks.put(job)
+    procs = [ctx.Process(target=_worker, args=(tasks, results, threads), daemon=True) for _ in range(workers)]
+    for p in procs:
+        tasks.put(None)  # one "no more runs" per worker
+        p.start()
     try:
-        pending = [pool.apply_async(_worker_run, (job,)) for job in jobs]
-        while pending:
-            time.sleep(0.2)
-            while not queue.empty():
-                advance(*queue.get())
-            for r in [r for r in pending if r.ready()]:
-                pending.remove(r)
-                try:
-                    finish(r.get())  # re-raises a run's error here
-                except InterruptedError:
-                    raise KeyboardInterrupt from None
-        pool.close()
-    finally:
-        pool.terminate()  # on Ctrl-C or an error: runs in progress are dropped, finished ones are on disk
-        pool.join()
+        while len(finished) < len(jobs):
+            try:
+                kind, name, info = results.get(timeout=1.0)
+            except queue_module.Empty:
+                if not any(p.is_alive() for p in procs):
+                    raise RuntimeError("the worker processes ended before their runs did") from None
+                continue
+            if kind == "step":
+                advance(name, info)
+            elif kind == "done":
+                finish(name)
+            elif kind == "stopped":
+                raise KeyboardInterrupt
+            else:
+                raise RuntimeError(info)
+        for p in procs:  # all runs done: each worker reads its "no more runs" and exits by itself
+            p.join(timeout=30)
+    finally:  # done, Ctrl-C or a failed run: stop the workers (runs in progress are dropped; finished ones are saved)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+        tasks.cancel_join_thread()  # runs nobody will take may still sit in the pipe: don't wait for them
+        for q in (tasks, results):
+            q.close()
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -365,6 +381,13 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
         result["verdicts"][opt] = dict(step=steps[-1], mean=float(last.mean()), sd=sd, ci95=ci, n=len(last),
                                        per_seed=last.tolist(), word=word(ci),
                                        effect_over_spread=abs(float(last.mean())) / sd if sd else None)
+    # the contrast itself, seed by seed: a relative-step optimizer's gap minus AdamW's (same seed, same data order)
+    rel = [o for o in opts if o != "adamw"]
+    if rel and "adamw" in opts:
+        d = np.array(result["verdicts"][rel[0]]["per_seed"]) - np.array(result["verdicts"]["adamw"]["per_seed"])
+        sd = float(d.std(ddof=1)) if len(d) > 1 else None
+        result["flip"] = dict(of=rel[0], minus="adamw", per_seed=d.tolist(), mean=float(d.mean()), sd=sd,
+                              ci95=t_interval(d), effect_over_spread=abs(float(d.mean())) / sd if sd else None)
     result["campaign"] = campaign_comparison(s, dataset)
     result["run"] = dict(wall_s=wall_s, runs_reused=reused, runs_total=len(runs), device=device, workers=workers,
                          threads_per_worker=threads, cpu=cpu_name(), cpu_count=os.cpu_count(),
@@ -504,6 +527,11 @@ def verdict_lines(result):
         else:
             say = f"can't tell: the gap {v['mean']:+.2f} at step {v['step']} is within the seeds' noise"
         lines.append(f"  {name + ':':7s}{say} ({spread})")
+    flip = result.get("flip")
+    if flip and flip["ci95"]:
+        lines.append(f"  The optimizer decides: seed by seed, the gap under {OPT_NAMES.get(flip['of'], flip['of'])} minus "
+                     f"under AdamW is {flip['mean']:+.2f} nats (sd {flip['sd']:.2f}, 95% interval {flip['ci95'][0]:+.2f} "
+                     f"to {flip['ci95'][1]:+.2f})")
     camp = result.get("campaign") or {}
     known = {o: g for o, g in (camp.get("gaps") or {}).items() if o in result["verdicts"]}
     if camp.get("same_setting") and known:
