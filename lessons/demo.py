@@ -22,12 +22,26 @@ The verdict rule, fixed before any demo run: at the reported step (the last one)
 the seeds, the 95% t interval of their mean. Interval above 0: "yes" (logn is behind ortho); below 0: "no"
 (logn is ahead); containing 0 (or one seed only): "can't tell". No other rule and no other step is consulted.
 
-The setting (DEFAULTS) is the campaign's (appendix B: d = 768, 2 layers, 12 heads of 64, vocab = the corpus's
-n = 11,706 tokens, 8 sequences of 64 tokens a step, 100 warmup steps then a cosine that would end at step 1,200,
-branches at N(0, 1e-4^2), float32, Tiger and LAMB at lr 3e-3, AdamW at 1e-3) made small where the effect allows:
-SMALL_NOTES below lists what differs and why; demo.json records it. A smaller d shrinks d * sigma, the logit scale
-of a tied head, so ortho keeps the campaign's d * sigma = 15.36 (sigma = 15.36 / d: 0.02 at d = 768), and logn
-keeps its own d * sigma = ln n at every d.
+The setting (DEFAULTS) is the campaign's (appendix B: 2 layers, heads of 64, vocab = the corpus's n = 11,706
+tokens, 8 sequences of 64 tokens a step, 100 warmup steps then a cosine that would end at step 1,200, branches at
+N(0, 1e-4^2), float32, weight decay each optimizer's own, the val loss on the same 128 val windows every 10 steps)
+at d = 256 instead of 768, for 100 steps (the step where the campaign's numbers are quoted), 4 seeds. What d
+changes, and what keeps the campaign's mechanism at d = 256:
+  - ortho keeps the campaign's logit scale d * sigma = 15.36 (sigma = 15.36 / d = 0.06; 0.02 at d = 768), logn its
+    own d * sigma = ln n = 9.37 at every d. (sigma = 0.02 at d = 256 would give ortho 5.1, below logn's: the opposite
+    of the campaign's order.)
+  - Tiger's and LAMB's lr stay 3e-3: a relative step does not depend on d. AdamW's is 1e-3 x 768 / d = 3e-3, so that
+    its step relative to logn's embedding, lr / sigma = lr d / ln n, is the campaign's 0.08.
+How it was chosen, measured on seeds 101-104 (not the default seeds, so the committed run also checks it):
+  - d = 128, AdamW at 1e-3 (2 seeds): at step 100 Tiger +0.59, AdamW -0.10; but AdamW hardly grew logn's logit scale
+    g d rms(E) (9.4 -> 10.1; the campaign: 9.4 -> 15.8), and ortho started 0.33 nats BEHIND logn (ortho's first loss is
+    ~ ln n + d sigma^2 / 2, and d sigma^2 = 15.36^2 / d is 1.8 at d = 128): not the campaign's mechanism.
+  - d = 128, AdamW at 6e-3 (2 seeds): the scale grew (9.4 -> 13.3), and AdamW's gap was +0.01, sd 0.09: can't tell.
+  - d = 256, AdamW at 3e-3 (4 seeds): Tiger +0.70 (sd 0.05), AdamW -0.09 (sd 0.05), Tiger minus AdamW +0.78 (sd 0.03),
+    and the campaign's curves in small: logn's logit scale 9.4 -> 8.6 under Tiger, -> 14.3 under AdamW (the campaign:
+    -> 9.0 and -> 15.8); under AdamW logn first behind (+0.15 at step 10; campaign +0.43), then ahead. Chosen.
+AdamW's gap at step 100 is small next to its spread (about 2x the sd here; 3x in the campaign): "no" needs the 4
+seeds; with fewer the same runs may say "can't tell". Tiger's is about 15x its sd.
 
 Results go to --out (default out/demo/): runs/ (one JSON per finished run, written as it finishes), demo.json
 (the settings, every run's curve, the gaps, the verdicts, the wall time, the machine) and demo.png (the figure).
@@ -87,7 +101,7 @@ DEFAULTS = dict(
     val_windows=128,  # val windows measured (evenly spaced over the val split; the campaign's dense subset)
     dataset="shakespeare",  # or pydoc_topics (what data/prepare.py falls back to offline)
     # how to run them
-    device="auto",  # auto (cuda if there is one, else cpu) | cpu | cuda | cuda:N
+    device="auto",  # auto (cuda if there is one, else mps on Apple silicon, else cpu) | cpu | cuda | cuda:N
     workers=0,  # processes running runs side by side; 0: 2 on a CPU with >= 2 cores, else 1
     threads=0,  # torch threads per process; 0: 1 with several workers, else torch's default
     out="out/demo",  # folder for runs/, demo.json, demo.png (relative to the repository root)
@@ -98,10 +112,18 @@ RUN_KEYS = ("seeds", "optimizers", "steps", "n_embd", "n_layer", "n_head", "batc
             "schedule", "lr_tiger", "lr_lamb", "lr_adamw", "ortho_dsigma", "eval_every", "val_windows", "dataset")
 TINY = dict(seeds="1,2", steps=4, n_embd=16, n_layer=1, n_head=1, batch_size=2, block_size=16, warmup=2, schedule=8,
             eval_every=2, val_windows=4, workers=1, threads=1, out="out/demo_tiny")
-HELP = dict(seeds="comma-separated seeds (>= 0)", optimizers="comma-separated: tiger, lamb, adamw",
-            device="auto | cpu | cuda | cuda:N", workers="parallel processes (0: auto)",
-            threads="torch threads per process (0: auto)",
-            fresh="true: ignore finished runs of the same config", tiny="true: the tests' tiny setting")
+HELP = dict(seeds="comma-separated seeds (>= 0); each draws init and batch order", optimizers="comma-separated: "
+            "tiger, lamb, adamw", steps="steps per run; the verdict is read at the last (a multiple of eval_every)",
+            n_embd="width d", n_layer="transformer blocks", n_head="attention heads (d / n_head even)",
+            batch_size="sequences per step", block_size="tokens per sequence", warmup="linear warmup steps",
+            schedule="the cosine's length (the lr curve is cut at steps)", lr_tiger="Tiger's peak lr",
+            lr_lamb="LAMB's peak lr", lr_adamw="AdamW's peak lr", ortho_dsigma="ortho's d * sigma (sigma = this / d)",
+            eval_every="steps between val measurements", val_windows="val windows measured (evenly spaced)",
+            dataset="shakespeare | pydoc_topics", device="auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N",
+            workers="processes side by side (0: 2 on a CPU with >= 2 cores, else 1)",
+            threads="torch threads per process (0: 1 with several workers, else torch's default)",
+            out="folder for runs/, demo.json, demo.png", fresh="true: re-make runs already finished with this config",
+            tiny="true: the tests' seconds-long setting (its numbers mean nothing)")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -115,7 +137,7 @@ def parse_args(argv):
         if arg in ("-h", "--help"):
             print(__doc__.strip() + "\n\nflags (--key=value, default shown):")
             for k, v in DEFAULTS.items():
-                print(f"  --{k}={v}".ljust(34) + HELP.get(k, ""))
+                print(f"  --{k}={v}".ljust(30) + HELP[k])
             sys.exit(0)
         key, eq, val = arg[2:].partition("=")
         if not arg.startswith("--") or (not eq and key not in ("tiny", "fresh")):
@@ -514,8 +536,9 @@ def figure(result):
 
 def verdict_lines(result):
     """The answer in plain words: a header, one row per optimizer, the campaign beside it (or why not)."""
-    lines = [f"Is ln(n)/d slowest? logn - ortho, val loss at the last step, over {len(seeds_of(result['settings']))} "
-             f"paired seeds (> 0: logn is behind)"]
+    n = len(seeds_of(result["settings"]))
+    lines = [f"Is ln(n)/d slowest? logn - ortho, val loss at the last step, over {n} paired seed{'s' * (n > 1)} "
+             f"(> 0: logn is behind)"]
     for opt, v in result["verdicts"].items():
         name = OPT_NAMES.get(opt, opt)
         spread = (f"seeds {min(v['per_seed']):+.2f} to {max(v['per_seed']):+.2f}, sd {v['sd']:.2f}, 95% interval "
@@ -524,6 +547,8 @@ def verdict_lines(result):
             say = f"yes, logn is {v['mean']:.2f} nats behind ortho at step {v['step']}"
         elif v["word"] == "no":
             say = f"no, logn is {-v['mean']:.2f} nats ahead of ortho at step {v['step']}"
+        elif v["ci95"] is None:
+            say = f"can't tell from one seed (gap {v['mean']:+.2f} at step {v['step']}): no spread to judge it by"
         else:
             say = f"can't tell: the gap {v['mean']:+.2f} at step {v['step']} is within the seeds' noise"
         lines.append(f"  {name + ':':7s}{say} ({spread})")
