@@ -427,6 +427,13 @@ def cpu_name():
         return platform.processor() or platform.machine()
 
 
+def _loadavg():
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):  # not on every platform
+        return None
+
+
 def git_state():
     """The commit this file ran at, and whether the working tree had uncommitted changes."""
     def git(*args):
@@ -576,7 +583,7 @@ def verdict_lines(result):
 def main(argv, log=print):
     """Parse flags, run what is missing, write demo.json and demo.png, print the verdicts. Returns the exit code:
     0 done, 1 a run failed, 2 a bad flag or setting, 130 interrupted (finished runs kept)."""
-    t0 = time.time()
+    t0, load0 = time.time(), _loadavg()
     try:
         s = parse_args(argv)
         device = str(setup_device(Config(device=s["device"], out_dir=""))[0])
@@ -633,6 +640,8 @@ def main(argv, log=print):
         print(f"demo.py: a run's file in {runs_dir} is missing or damaged; run again to re-make it", file=sys.stderr)
         return 1
     result = summarise(s, records, dataset, time.time() - t0, reused, device_kind, workers, threads)
+    # how busy the machine was (1-minute load average, at the start and the end): a wall time means little without it
+    result["run"].update(loadavg_start=load0, loadavg_end=_loadavg())
     write_json(os.path.join(out, "demo.json"), result)
     import matplotlib
     matplotlib.use("Agg")
