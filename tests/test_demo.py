@@ -1,0 +1,147 @@
+"""lessons/demo.py, the finding live: it runs end to end (tiny), keeps finished runs through Ctrl-C, refuses bad flags
+in one line, words its verdict as the numbers say, and its committed result is what its defaults make."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "lessons"))
+import demo as D  # noqa: E402
+
+
+@pytest.fixture
+def tiny_data(tmp_path_factory, monkeypatch):
+    """pydoc's topics, prepared into a temp dir (as in test_train.py): real training in seconds, no Shakespeare needed."""
+    d = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("TIEDGPT_DATA_DIR", str(d))
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(d))
+    P.prepare("pydoc_topics", log=lambda *_: None)
+    return d
+
+
+def tiny(out):
+    return ["--tiny", "--dataset=pydoc_topics", f"--out={out}"]
+
+
+def test_the_demo_runs_end_to_end_in_its_tiny_mode_and_writes_its_figure_and_result(tiny_data, tmp_path):
+    lines = []
+    assert D.main(tiny(tmp_path), log=lines.append) == 0
+    result = D.load_result(str(tmp_path / "demo.json"))
+    assert (tmp_path / "demo.png").stat().st_size > 10_000
+    assert set(result["verdicts"]) == {"tiger", "adamw"}
+    assert len(result["runs"]) == 2 * 2 * 2 and result["run"]["runs_reused"] == 0
+    steps = list(range(0, D.TINY["steps"] + 1, D.TINY["eval_every"]))
+    for r in result["runs"]:
+        assert r["steps"] == steps and all(np.isfinite(r["val"]))
+    assert result["dataset"]["dataset"] == "pydoc_topics"
+    assert any(line.lstrip().startswith("Tiger:") for line in lines) and any("AdamW:" in line for line in lines)
+    assert len(os.listdir(tmp_path / "runs")) == 8
+
+
+def test_the_progress_bar_follows_every_evaluated_step_of_a_run(tiny_data):
+    """train() says 'step N: ...' at each evaluation; the bar moves on those lines, not only when a run ends."""
+    import torch
+    s, seen, threads = D.parse_args(["--tiny", "--dataset=pydoc_topics"]), [], torch.get_num_threads()
+    torch.set_num_threads(1)  # as the demo's tiny mode does: a tiny model only waits for a second thread
+    try:
+        D.run_one(D.run_config(s, "tiger", "logn", 1, "pydoc_topics", "cpu"), on_step=seen.append)
+    finally:
+        torch.set_num_threads(threads)
+    assert seen == list(range(0, s["steps"] + 1, s["eval_every"]))
+
+
+def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_data, tmp_path, monkeypatch, capsys):
+    real, calls = D.run_one, []
+
+    def interrupted_after_the_first_run(config, on_step=lambda step: None):
+        calls.append(config)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(config, on_step)
+
+    one_seed = tiny(tmp_path) + ["--seeds=1"]  # 4 runs
+    monkeypatch.setattr(D, "run_one", interrupted_after_the_first_run)
+    assert D.main(one_seed, log=lambda *a: None) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 4 runs are finished and kept" in err[0]
+    assert len(os.listdir(tmp_path / "runs")) == 1 and not (tmp_path / "demo.json").exists()
+
+    monkeypatch.setattr(D, "run_one", real)
+    assert D.main(one_seed, log=lambda *a: None) == 0
+    assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 1
+    assert D.main(one_seed + ["--fresh"], log=lambda *a: None) == 0
+    assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 0
+
+
+def test_a_bad_flag_gets_one_line_and_exit_code_2(capsys):
+    p = subprocess.run([sys.executable, "lessons/demo.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "unknown flag --bogus" in p.stderr
+    for bad in (["--seeds=1,x"], ["--steps=0"], ["--optimizers=sgd"], ["--steps=105"], ["--n_head=5"], ["seeds=1"],
+                ["--fresh=maybe"]):
+        assert D.main(bad, log=lambda *a: None) == 2, bad
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("demo.py: "), (bad, err)
+
+
+def test_device_cuda_without_a_gpu_is_one_line_not_a_traceback(capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert D.main(["--device=cuda"], log=lambda *a: None) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def planted(gaps_by_opt, steps=(0, 10, 20)):
+    """A result whose logn - ortho gap at the last step is planted per seed (ortho's curve is a flat 5.0)."""
+    s = D.parse_args(["--tiny", f"--seeds={','.join(str(i) for i in range(1, 1 + len(next(iter(gaps_by_opt.values())))))}",
+                      f"--optimizers={','.join(gaps_by_opt)}", "--steps=20", "--eval_every=10"])
+    runs = []
+    for opt, gaps in gaps_by_opt.items():
+        for seed, g in enumerate(gaps, 1):
+            for arm, last in (("logn", 5.0 + g), ("ortho", 5.0)):
+                runs.append(dict(optimizer=opt, arm=arm, seed=seed, steps=list(steps), val=[9.0, 7.0, last]))
+    return D.summarise(s, runs, dict(dataset="shakespeare", n=11706), 1.0, 0, "cpu", 2, 1)
+
+
+def test_the_verdict_says_yes_no_or_cant_tell_as_the_planted_gaps_say():
+    result = planted(dict(tiger=[0.50, 0.55, 0.45], lamb=[0.04, -0.05, 0.02], adamw=[-0.30, -0.34, -0.26]))
+    words = {o: v["word"] for o, v in result["verdicts"].items()}
+    assert words == dict(tiger="yes", lamb="can't tell", adamw="no")
+    lines = D.verdict_lines(result)
+    row = {o: next(l for l in lines if l.lstrip().startswith(D.OPT_NAMES[o] + ":")) for o in words}
+    assert "yes, logn is 0.50 nats behind ortho at step 20" in row["tiger"]
+    assert "no, logn is 0.30 nats ahead of ortho at step 20" in row["adamw"]
+    assert "can't tell" in row["lamb"] and "within the seeds' noise" in row["lamb"]
+    assert "sd 0.05" in row["tiger"] and "seeds +0.45 to +0.55" in row["tiger"]
+    assert result["verdicts"]["tiger"]["effect_over_spread"] == pytest.approx(10.0)
+
+
+def test_one_seed_can_never_say_yes_however_large_its_gap():
+    assert planted(dict(tiger=[2.0]))["verdicts"]["tiger"]["word"] == "can't tell"
+
+
+def test_the_campaign_number_is_printed_beside_the_demo_only_for_the_campaigns_own_setting():
+    s = dict(D.DEFAULTS, **D.CAMPAIGN_SETTING, steps=100)
+    same = D.campaign_comparison(s, dict(dataset="shakespeare"))
+    assert same["same_setting"] and same["differs"] == []
+    assert same["gaps"]["tiger"]["subset"] == pytest.approx(0.770, abs=0.001)  # appendix B, seeds 1-3, step 100
+    assert same["gaps"]["adamw"]["whole"] == pytest.approx(-0.135, abs=0.001)
+    other = D.campaign_comparison(dict(s, n_embd=128, n_head=2), dict(dataset="shakespeare"))
+    assert not other["same_setting"] and other["differs"] == ["n_embd=128", "n_head=2"]
+    assert not D.campaign_comparison(s, dict(dataset="pydoc_topics"))["same_setting"]
+    result = planted(dict(tiger=[0.5, 0.6], adamw=[-0.2, -0.3]))
+    result["campaign"] = other
+    assert "this demo's setting differs (n_embd=128, n_head=2)" in D.verdict_lines(result)[-1]
+
+
+def test_load_result_refuses_a_file_that_is_not_a_demo_result(tmp_path):
+    (tmp_path / "x.json").write_text(json.dumps({"runs": []}))
+    with pytest.raises(ValueError, match="not a demo result"):
+        D.load_result(str(tmp_path / "x.json"))
