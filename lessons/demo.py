@@ -1,7 +1,7 @@
 """
 The finding, live: does ln(n)/d converge slowest? The optimizer decides.
 
-    python lessons/demo.py                       # the default demo (measured time: see DEFAULT_WALL below)
+    python lessons/demo.py                       # the default demo (its measured time: README.md)
     python lessons/demo.py --seeds=1,2,3,4,5     # more seeds: a tighter interval, a longer wait
     python lessons/demo.py --optimizers=tiger,lamb,adamw
     python lessons/demo.py --device=cuda         # written for a GPU but NOT run on one by this project
