@@ -6,6 +6,7 @@ line without a new Python each time), so the whole file takes seconds of CPU."""
 import json
 import math
 import os
+import sys
 
 import pytest
 import torch
@@ -37,9 +38,15 @@ def quiet(*_):
 
 
 def cli(args, capsys):
-    """train.py's command line, in this process: (exit code, stderr)."""
+    """train.py's command line, in this process: (exit code, stderr). As from a shell: not in a notebook, whatever
+    this process has imported (the lesson tests' kernels import ipykernel, which turns on the progress bar)."""
     capsys.readouterr()
-    code = T.main([*TINY, *args])
+    kernel = sys.modules.pop("ipykernel", None)
+    try:
+        code = T.main([*TINY, *args])
+    finally:
+        if kernel is not None:
+            sys.modules["ipykernel"] = kernel
     return code, capsys.readouterr().err
 
 
