@@ -111,3 +111,21 @@ def test_the_readme_table_of_findings_is_what_the_committed_runs_give():
     printed = dict(zip(["adamw", "tiger", "lamb"], grid))
     assert {opt: printed[opt] for opt in table} == {
         opt: {"yes": "SUPPORTED", "no": "CONTRADICTED"}[word] for opt, (word, _, _) in table.items()}
+
+
+@pytest.mark.reports
+def test_the_readme_demo_line_is_what_the_committed_demo_run_gives():
+    """The README's demo numbers (each optimizer's mean gap at the reported step and its 95% interval, the minutes)
+    are read from lessons/data/demo.json, the committed default run that lesson 04 shows."""
+    with open(os.path.join(ROOT, "lessons", "data", "demo.json")) as f:
+        demo = json.load(f)
+    line = " ".join(next(block for block in _first_page().split("\n- ") if block.startswith("**Demo**")).split())
+    num = r"([+−-]\d\.\d\d)"
+    for opt, name in (("tiger", "Tiger"), ("adamw", "AdamW")):
+        m = re.search(rf"{name} {num} nats \[{num}, {num}\]|{name} {num} \[{num}, {num}\]", line)
+        assert m, f"the README's demo line gives no '{name} +x.xx [lo, hi]'"
+        stated = [float(g.replace("−", "-")) for g in m.groups() if g is not None]
+        v = demo["verdicts"][opt]
+        assert stated == [round(v["mean"], 2), round(v["ci95"][0], 2), round(v["ci95"][1], 2)], (opt, stated)
+    minutes = float(re.search(r"(\d+\.\d) min on 2 idle CPU cores", line).group(1))
+    assert minutes == round(demo["run"]["wall_s"] / 60, 1), "the stated time is the committed run's wall time"
