@@ -66,6 +66,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 if multiprocessing.parent_process() is not None:  # a worker process (run_all): Ctrl-C is the main process's to handle
@@ -278,6 +279,9 @@ def finished_run(path, config):
 
 def _worker(tasks, results, threads):
     torch.set_num_threads(threads)
+    # train's (hidden) tqdm bar would make a cross-process lock that a worker stopped mid-run leaves behind (a warning
+    # at exit): a thread lock is all one process needs
+    tqdm.set_lock(threading.RLock())
     for path, config in iter(tasks.get, None):
         name = os.path.basename(path)
         try:
