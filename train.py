@@ -14,7 +14,7 @@ Every field of Config is a --key=value flag (python train.py --help lists them).
 logged step) and ckpt.pt (model + optimizer + RNG states + step, written atomically; tensors and plain values
 only, read back with weights_only=True). --resume=true continues from ckpt.pt; a SIGKILL loses only the steps
 since the last checkpoint, and Ctrl-C saves one before exiting. A resumed run is the run that was checkpointed:
-every setting that changes what it computes or logs must be the checkpoint's (checkpoint.RUN_FIELDS), except
+every setting that changes what it computes or logs must be the checkpoint's (runtime.RUN_FIELDS), except
 --max_iters, which may grow to extend it on its schedule. A folder holding an earlier run's checkpoint is never
 overwritten silently (--resume=true, or --overwrite=true, which removes it first), and one folder serves one run
 at a time.
@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from checkpoint import (MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, release_out_dir,
+from runtime import (MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, release_out_dir,
                         save_checkpoint)
 from data.prepare import ensure_prepared, get_encoding, load_split, split_windows
 from optim import LAMB_BETAS, OPTIMIZERS, RELATIVE, TIGER_BETA, make_optimizer
@@ -357,7 +357,7 @@ def data_identity(c, meta, train_data, val_data, ids):
 
 
 # ----------------------------------------------------------------------------------------------------
-# 3. Model, optimizer, and the state a run resumes from (checkpoint.py writes, reads and checks ckpt.pt)
+# 3. Model, optimizer, and the state a run resumes from (runtime.py writes, reads and checks ckpt.pt)
 
 def estimate_memory(c):
     """Rough bytes a training step needs: 16 per parameter (weight, gradient, AdamW's two moments, fp32), the
