@@ -17,7 +17,7 @@ Layout follows nanoGPT's model.py: config dataclass, attention, MLP, block, GPT,
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -28,45 +28,57 @@ NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("rope", "none", "learned")
 
 
+def flag(default, help):
+    """A config field with its one line of `python train.py --help` (train.py reads it from the field's metadata)."""
+    return field(default=default, metadata=dict(help=help))
+
+
 @dataclass
 class GPTConfig:
-    vocab_size: int = 50257  # n: GPT-2's BPE. Not padded to 50304: every extra row would be an extra logit
-    block_size: int = 256  # longest context the model sees
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 256  # d
-    dropout: float = 0.0
-    bias: bool = False  # biases in Linear layers and norms (GPT-2 had them; they are not needed here)
-    head: str = "tied"  # output head, one of HEADS: a row of HEAD_TABLE (below the head classes)
+    # n: GPT-2's BPE. Not padded to 50304: every extra row would be an extra logit
+    vocab_size: int = flag(50257, "n, the vocabulary (50257: GPT-2's BPE; vocab=corpus sets it from the data)")
+    block_size: int = flag(256, "context length T in tokens")
+    n_layer: int = flag(4, "transformer blocks")
+    n_head: int = flag(4, "attention heads (n_embd must divide evenly)")
+    n_embd: int = flag(256, "width d")
+    dropout: float = flag(0.0, "dropout probability in [0, 1)")
+    # GPT-2 had biases; they are not needed here
+    bias: bool = flag(False, "biases in Linear layers and norms (true|false)")
+    head: str = flag("tied", "output head, a row of HEAD_TABLE: tied | untied | logn | ortho | bert | shuffle | "
+                             "channel | scale | softcap")
     # sigma, the std of the token embedding at init. None means d**-0.5, so every |w_i| ~ 1: the
     # "unit-norm" init of the original Transformer's embeddings. It puts d*sigma = sqrt(d) well above
     # ln(n) ~ 10.8 for every width we can afford on a CPU (d=256 gives 16), which is the regime the
     # derivation is about. GPT-2 used 0.02 (d*sigma = 15.4 at d=768, but only 5.1 at d=256): pass
     # emb_std=0.02 to study it. PyTorch's nn.Embedding default would be 1.0 (d*sigma = d).
-    emb_std: float = None
+    emb_std: float = flag(None, "sigma, the embedding's init std (None: d**-0.5; GPT-2 used 0.02); logn sets its own")
     # Residual branches start at zero (their output projections are zero-initialised), so at step 0
     # each block is the identity and the network *is* the 2-gram model of the derivation.
     # False gives nanoGPT's GPT-2 init (N(0, 0.02/sqrt(2 L)) output projections).
-    zero_init_residual: bool = True
+    zero_init_residual: bool = flag(True, "residual branches start at zero, so a fresh model is the 2-gram model "
+                                          "(true|false)")
     # With zero_init_residual: None (or 0) starts the branches' last layers at exactly 0; a small std (e.g. 1e-4)
     # starts them NEAR zero, N(0, residual_std^2): still the 2-gram model at step 0 to within a small error, but
     # movable by an optimizer whose step is relative to the weight's size (Tiger: lr x RMS, and RMS(0) = 0).
-    residual_std: float = None
+    residual_std: float = flag(None, "with zero_init_residual: init std of the branches' last layers (None or 0: "
+                                     "exactly 0; tiger: 1e-4)")
     # How positions enter. 'rope' rotates queries and keys inside attention and adds nothing to the
     # residual stream, so w_i reaches the final norm untouched. 'learned' is GPT-2's additive table
     # (it breaks the 2-gram premise a little); 'none' relies on the causal mask alone.
-    pos: str = "rope"
-    channel_groups: int = 4  # groups for the 'channel' (ShuffleNet) head
-    norm_eps: float = 1e-5  # the norms' epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
+    pos: str = flag("rope", "positions: " + " | ".join(POSITIONS))
+    channel_groups: int = flag(4, "groups of the 'channel' (ShuffleNet) head's shuffle")
+    # it shrinks w_i/sigma a little, and the theory accounts for it
+    norm_eps: float = flag(1e-5, "the norms' epsilon (> 0)")
     # 'layernorm' (GPT-2: subtract the mean, divide by the std) or 'rmsnorm' (LLaMA and most tied models trained
     # today: divide by the root mean square, no mean subtraction). At init both give h ~ w_i / sigma.
-    norm: str = "layernorm"
-    softcap: float = 30.0  # the 'softcap' head's cap c: logits -> c tanh(logits / c) (Gemma 2's final cap is 30)
+    norm: str = flag("layernorm", "layernorm (GPT-2) | rmsnorm (LLaMA-style)")
+    # (Gemma 2's final cap is 30)
+    softcap: float = flag(30.0, "the softcap head's cap c: logits -> c tanh(z/c)")
     # Compute the output projection and the cross-entropy together (LinearCrossEntropy below): the same
     # numbers as logits -> F.cross_entropy, without keeping the (B*T) x n logits and their gradient.
     # Used when the caller asks for no logits (forward(idx, targets, return_logits=False), as train.py does); then
     # logits=None. False always takes the textbook path.
-    fused_loss: bool = True
+    fused_loss: bool = flag(True, "compute head + cross-entropy together without building the logits (true|false)")
 
     def __post_init__(self):
         """Refuse configurations that can't work, with one line that says why and lists the choices."""
@@ -74,6 +86,8 @@ class GPTConfig:
             raise ValueError(f"unknown head {self.head!r}; choose one of: {', '.join(HEADS)}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; choose one of: {', '.join(NORMS)}")
+        if not self.norm_eps > 0:
+            raise ValueError(f"norm_eps must be > 0, got {self.norm_eps}")
         if not self.softcap > 0:
             raise ValueError(f"softcap must be > 0, got {self.softcap}")
         if self.pos not in POSITIONS:
@@ -92,8 +106,8 @@ class GPTConfig:
         if self.emb_std is not None and not self.emb_std > 0:
             raise ValueError(f"emb_std must be > 0 (or None for d**-0.5), got {self.emb_std}")
         if self.residual_std is not None and not (self.residual_std >= 0 and self.zero_init_residual):
-            raise ValueError(f"residual_std={self.residual_std} needs zero_init_residual=true and a value >= 0 (it sets "
-                             f"how near zero the branches start; zero_init_residual=false is GPT-2's init)")
+            raise ValueError(f"residual_std={self.residual_std} needs zero_init_residual=true and a value >= 0 (it "
+                             f"sets how near zero the branches start; zero_init_residual=false is GPT-2's init)")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from optim import LAMB_BETAS, LAMB_EPS, TIGER_BETA, Lamb, Tiger, make_optimizer, relative_step_budget
-from test_train import TINY, config, data_dir, rows, run  # noqa: F401  (data_dir is a fixture)
+from conftest import TINY, config, rows, run
 
 
 def one_step(opt_class, w, g, **kw):
@@ -190,7 +190,7 @@ def test_resuming_with_another_optimizer_is_refused(data_dir, tmp_path):
 
 @pytest.mark.slow
 def test_bench_times_the_relative_optimizers_too(data_dir):
-    p = run([*TINY, "--optimizer=tiger", "--bench=2"])
+    p = run([*TINY, "--optimizer=tiger", "--bench=2"], script="bench.py")
     assert p.returncode == 0 and "tokens/s" in p.stdout, p.stderr
     # the line names the optimizer it timed; AdamW's fused/foreach switch is not shown where it does nothing
     assert "optimizer=tiger" in p.stdout and "fused_adamw" not in p.stdout
