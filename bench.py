@@ -23,6 +23,7 @@ import torch
 
 import train
 from data.prepare import load_data
+from fused_loss import FusedLoss
 from optim import make_optimizer
 from runtime import PEAK_TFLOPS, TrainingError, flops_per_token, setup_device
 from tiedgpt import GPT
@@ -41,13 +42,14 @@ def bench(c, log=print):
     torch.manual_seed(c.seed)
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)
-    step_model = torch.compile(model) if c.compile else model
+    loss_model = FusedLoss(model) if c.fused_loss else model  # as train.py steps
+    step_model = torch.compile(loss_model) if c.compile else loss_model
     gen = torch.Generator().manual_seed(c.seed)
 
     def step():
         x, y = get_batch(data, c.batch_size, c.block_size, gen, lut=lut)
         with autocast:
-            _, loss = step_model(x.to(device), y.to(device), return_logits=False)
+            _, loss = step_model(x.to(device), y.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if c.grad_clip > 0:

@@ -37,7 +37,8 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from optim import DEFAULT_WEIGHT_DECAY
-from tiedgpt import GPTConfig, LinearCrossEntropy
+from fused_loss import LinearCrossEntropy
+from tiedgpt import GPTConfig
 
 MODEL_FIELDS = [f.name for f in dataclasses.fields(GPTConfig)]
 # Training settings that change what a run computes or logs. A resumed run must have the checkpoint's, compared as
@@ -113,9 +114,7 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
                             f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
     check_contents(path, state)
     saved = state["config"]
-    same_weights = ("fused_loss",)  # may change between runs: the same numbers up to float rounding (tested)
-    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
-            if k not in same_weights and saved.get(k) != getattr(config, k)]
+    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
     if diff:
         raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
     made_with = saved.get("optimizer", "adamw")  # checkpoints from before optim.py were all AdamW

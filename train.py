@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 
 from data.prepare import get_encoding, load_data, split_windows
+from fused_loss import FusedLoss
 from optim import check_settings, make_optimizer
 from probes import row_probe, weight_stats
 from runtime import (MODEL_FIELDS, Diverged, TrainingError, append_row, catch_stop_signals, check_device_settings,
@@ -51,6 +52,8 @@ class Config(GPTConfig):
     defaults train a 4x256 model on Tiny Shakespeare that shows the tied-head story on a 2-core CPU in a few minutes:
     the first loss of `tied` is ~16 (d sigma = sqrt(256)), the fixes start near ln n."""
     block_size: int = flag(128, "context length T in tokens")
+    # the same loss as GPT.forward's F.cross_entropy, without building the (B*T) x n logits (fused_loss.py)
+    fused_loss: bool = flag(True, "compute head + cross-entropy together without building the logits (true|false)")
     # data
     dataset: str = flag("shakespeare", "shakespeare (downloaded once) | pydoc_topics (or use --input)")
     input: str = flag(None, "any UTF-8 text file to train on; prepared into data/<file stem>/ on first use")
@@ -163,7 +166,7 @@ def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut
     for xy in split_windows(data, block_size, lut, windows_per_batch, subset):
         xy = torch.from_numpy(xy).to(device)
         with autocast:
-            loss = model(xy[:, :-1], xy[:, 1:], return_logits=False)[1]
+            loss = model(xy[:, :-1], xy[:, 1:])[1]
         total += loss.float().item() * len(xy)
         n_win += len(xy)
     return total / n_win
@@ -178,7 +181,8 @@ class Run:
     loop advances (a fresh run starts at step 0; a resumed one where its checkpoint left off: runtime.start_state)."""
     c: Config
     model: torch.nn.Module  # the model itself: evaluated, checkpointed, sampled
-    step_model: torch.nn.Module  # what a training step calls: the model, compiled and/or wrapped in DDP
+    loss_model: torch.nn.Module  # (idx, targets) -> (logits or None, loss): FusedLoss(model) with fused_loss
+    step_model: torch.nn.Module  # what a training step calls: loss_model, compiled and/or wrapped in DDP
     optimizer: torch.optim.Optimizer
     gen: torch.Generator  # picks the training batches (its state is checkpointed)
     train_data: np.ndarray
@@ -195,8 +199,7 @@ class Run:
     ckpt_path: str
     metrics_path: str
     probes: list  # callables (model, step) -> dict, merged into every logged row (weight_stats first)
-    # where the run stands
-    step: int  # updates done: the next step to take
+    step: int  # where the run stands: updates done, the next step to take
     tokens: int  # training tokens seen
     loss_sum: torch.Tensor  # training losses summed since the last logged row, on the device (no sync per step)
     n_summed: int  # how many
@@ -234,16 +237,17 @@ def setup(c, log, held, probes=()):
     state = start_state(c, model, optimizer, gen, data_id, device, log)
     if master and c.out_dir:
         write_run_files(c, meta, device, world, state["history"])
-    step_model = torch.compile(model) if c.compile else model
+    loss_model = FusedLoss(model) if c.fused_loss else model
+    step_model = torch.compile(loss_model) if c.compile else loss_model
     if ddp:
         step_model = torch.nn.parallel.DistributedDataParallel(
             step_model, device_ids=[local_rank] if device.type == "cuda" else None)
     rows = [row_probe(state["emb0"], val_data, c.block_size, device, lut, autocast)] if c.log_rows else []
     out = (lambda name: os.path.join(c.out_dir, name)) if c.out_dir else (lambda name: None)
     share = c.batch_size // world
-    run = Run(c, model, step_model, optimizer, gen, train_data, val_data, ids, lut, data_id, device, autocast, ddp,
-              world, master, slice(rank * share, (rank + 1) * share), out("ckpt.pt"), out("metrics.jsonl"),
-              [weight_stats, *rows, *probes], **state)
+    run = Run(c, model, loss_model, step_model, optimizer, gen, train_data, val_data, ids, lut, data_id, device,
+              autocast, ddp, world, master, slice(rank * share, (rank + 1) * share), out("ckpt.pt"),
+              out("metrics.jsonl"), [weight_stats, *rows, *probes], **state)
     log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
         f"| {meta['dataset']} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
@@ -274,21 +278,21 @@ def evaluate(run, step, full=True, dense=False):
     over eval_iters fixed batches of each split (the same batches every time; val over the whole split with
     eval_full_val). dense: val_subset_loss, over dense_val_windows windows of the val split. A non-finite one stops
     the run."""
-    c, model = run.c, run.model
+    c, model, loss_of = run.c, run.model, run.loss_model
     model.eval()
     out = {}
     if dense:  # a subset of the val split's windows (Config.dense_val_until)
-        out["val_subset_loss"] = full_split_loss(model, run.val_data, c.block_size, run.device, run.autocast, run.lut,
+        out["val_subset_loss"] = full_split_loss(loss_of, run.val_data, c.block_size, run.device, run.autocast, run.lut,
                                                  subset=c.dense_val_windows)
     for split, data in (("val", run.val_data), ("train", run.train_data)) if full else ():
         if split == "val" and c.eval_full_val:
-            out["val_loss"] = full_split_loss(model, data, c.block_size, run.device, run.autocast, run.lut)
+            out["val_loss"] = full_split_loss(loss_of, data, c.block_size, run.device, run.autocast, run.lut)
             continue
         g, losses = torch.Generator().manual_seed(12345), []
         for _ in range(c.eval_iters):
             x, y = get_batch(data, c.batch_size, c.block_size, g, lut=run.lut)
             with run.autocast:
-                losses.append(model(x.to(run.device), y.to(run.device), return_logits=False)[1])
+                losses.append(loss_of(x.to(run.device), y.to(run.device))[1])
         out["val_loss" if split == "val" else "eval_train_loss"] = torch.stack(losses).mean().item()
     model.train()
     if not all(map(math.isfinite, out.values())):
@@ -312,8 +316,7 @@ def train_step(run, logging_now):
     for group in run.optimizer.param_groups:
         group["lr"] = lr
     with run.autocast:
-        _, loss = run.step_model(x.to(run.device, non_blocking=True), y.to(run.device, non_blocking=True),
-                                 return_logits=False)
+        _, loss = run.step_model(x.to(run.device, non_blocking=True), y.to(run.device, non_blocking=True))
     run.optimizer.zero_grad(set_to_none=True)
     loss.backward()
     # before clipping: the raw size of the embedding's (summed, if tied) gradient
