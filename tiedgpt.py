@@ -13,7 +13,9 @@ The whole project is about one consequence of that at initialisation:
 The heads (GPTConfig.head) are the fixes we compare; each one's docstring derives its first loss and
 `predicted_initial_loss` turns those derivations into numbers that tests/ check against the real model.
 
-Layout follows nanoGPT's model.py: config dataclass, attention, MLP, block, GPT, then the theory.
+Layout follows nanoGPT's model.py: config dataclass, attention, MLP, block, the heads (one table, HEAD_TABLE: the
+only place a head's name is read), GPT, then the theory. GPT.forward computes the textbook loss; the fused loss that
+train.py uses by default, the same numbers without building the logits, is in fused_loss.py.
 """
 
 import math
