@@ -18,6 +18,7 @@ missing keys, token files of the wrong size or with ids beyond the vocabulary) i
 names the file and the fix.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -244,6 +245,50 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
 def load_split(dataset, split):
     """The tokens of one split as a read-only uint16 memmap."""
     return np.memmap(os.path.join(dataset_dir(dataset), f"{split}.bin"), dtype=np.uint16, mode="r")
+
+
+def corpus_vocab(c, train_data, val_data):
+    """For vocab='corpus': (ids, lut, config) with ids the sorted GPT-2 ids that occur, lut their new
+    numbers, and the config's vocab_size set to len(ids). For vocab='full': (None, None, c)."""
+    if c.vocab == "full":
+        return None, None, c
+    ids = np.unique(np.concatenate([np.unique(train_data), np.unique(val_data)]))
+    lut = np.full(2 ** 16, -1, dtype=np.int64)
+    lut[ids] = np.arange(len(ids))
+    return ids, lut, dataclasses.replace(c, vocab_size=len(ids))
+
+
+def load_data(c, log=print):
+    """Prepare (once) and open the dataset; check block_size and vocab_size against it; apply vocab='corpus'.
+    Returns (c with the effective vocab_size, meta, train tokens, val tokens, ids, lut)."""
+    meta = ensure_prepared(c.dataset, c.input, log=log)
+    train_data, val_data = load_split(meta["dataset"], "train"), load_split(meta["dataset"], "val")
+    if c.block_size + 1 >= min(len(train_data), len(val_data)):
+        raise ValueError(f"block_size={c.block_size} is beyond the data: {meta['dataset']} has "
+                         f"{len(train_data)} train and {len(val_data)} val tokens")
+    ids, lut, c = corpus_vocab(c, train_data, val_data)
+    if c.vocab == "full" and meta["vocab_size"] > c.vocab_size:
+        raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
+    return c, meta, train_data, val_data, ids, lut
+
+
+def subset_windows(n_win, subset):
+    """The indices of the `subset` windows (of n_win) that a dense evaluation scores: evenly spaced, the same K at
+    every call (all of them if subset is None or >= n_win)."""
+    if subset and subset < n_win:
+        return np.unique(np.linspace(0, n_win - 1, subset).round().astype(np.int64))
+    return np.arange(n_win)
+
+
+def split_windows(data, block_size, lut=None, windows_per_batch=64, subset=None):
+    """Every non-overlapping block_size window of `data` (plus its next-token targets), as (windows, T + 1) int64
+    arrays of token ids: what train.full_split_loss scores. The < block_size tokens past the last whole window are
+    left out. `lut` renumbers ids (vocab='corpus'). subset=K keeps K of the windows, evenly spaced over the split (all
+    of them if K >= their number): the same K at every call."""
+    starts = subset_windows((len(data) - 1) // block_size, subset) * block_size
+    for i in range(0, len(starts), windows_per_batch):
+        xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
+        yield xy if lut is None else lut[xy]
 
 
 def main(argv):

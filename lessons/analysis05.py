@@ -550,7 +550,7 @@ def measurement_error(by_arm, windows, subset, block=8):
     every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
     errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
     subset, n), or None when no such pair has window losses."""
-    from train import subset_windows
+    from data.prepare import subset_windows
     idx = subset_windows(windows, subset)
 
     def se(ra, rb, keep=None):

@@ -66,7 +66,8 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from tiedgpt import GPT  # noqa: E402
-from train import Config, Diverged, TrainingError, evaluations_at, load_data, train, window_losses  # noqa: E402
+from probes import window_losses  # noqa: E402
+from train import Config, Diverged, TrainingError, evaluations_at, load_data, train  # noqa: E402
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
