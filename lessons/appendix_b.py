@@ -1,306 +1,47 @@
 """
-Lesson 05's campaign, "the optimizer decides": its plan and its statistics, fixed before its data. This docstring
-and reproduce.py's 'optim' plan were committed on 2026-11-25 before the first run of that scale started; a rule
-added later is marked so, with its date. (Since 2026-11-26 lesson 05 is lessons/appendix_b_the_optimizer_campaign.ipynb
-and lesson 04 is appendix A, the AdamW campaign. Its title overreached: the data show that the optimizer's whole
-CONFIGURATION decides, not yet that the step's relativity does; see the corrections of 2026-11-26 at the end.)
-
-The question
-    Lesson 04 found, under AdamW, that logn is NOT the slowest fix (claim 1 CONTRADICTED at sigma = 0.02 and
-    d^-1/2). The post's author trained with optimizers whose step is RELATIVE to each weight's size: LAMB, and his
-    own Tiger (optim.py). Under them a small init stays small for ~1/lr steps. Do the post's four claims hold under
-    Tiger and under LAMB, and does the control say the small sigma is the cause?
-
-The setting (reproduce.py, scale 'optim')
-    Lesson 04's d768 configuration (2 layers, d = 768, 12 heads, T = 64, 8 sequences a step, n = 11,706 with
-    vocab=corpus, 1200 steps, 100 of linear warmup then cosine to lr/10, gradient clipping at 1.0, whole-split val
-    loss every 100 steps), with four changes, the same for every arm and every optimizer:
-    1. The residual branches start NEAR zero, residual_std = 1e-4 (rule R), not at exactly zero.
-    2. Dense early evaluation: the val loss over a fixed subset of 128 of the 528 val windows (8,192 predicted
-       tokens, evenly spaced) every 10 steps up to step 200 and at every whole-split evaluation (val_subset_loss).
-    3. bf16 autocast, if check B passes; otherwise fp32, and the cuts of 'Budget' apply.
-    4. Per optimizer: the peak lr (AdamW: lesson 04's 1e-3; Tiger and LAMB: sweep S) and the weight decay of its
-       reference (AdamW 0.1 as lesson 04; Tiger 0.01, tiger.py; LAMB 0.01, You et al. 2019).
-
-Rule R, the residual init (measured on 2026-11-25 before this plan was written: the fresh d768 model of seed 1 per
-arm, first loss over 64 val windows with branches at std s, against the same model with the branches set to 0):
-    s = 1e-5: every arm within 0.01%; s = 1e-4: within 0.82% (tied -0.82%, logn -0.68%, the others < 0.1%);
-    s = 1e-3: tied -33%, logn -4.5%. Rule: the largest s of the decade grid whose first loss is within 1% of the
-    2-gram model's for every arm: s = 1e-4. Tiger can't move exact zeros (lr x RMS(0) = 0); the same s is used
-    under LAMB and AdamW so that the side-by-side differs in the optimizer alone. Under a relative step the
-    branches can grow at most by exp(sum of lr_t) (optim.relative_step_budget): with this schedule the sum is
-    ~0.66 x peak lr x 1000, so at peak 1e-3 the branches grow at most 1.9x (the model stays nearly a 2-gram model
-    for the whole run) and at 1e-2 at most ~700x. The lr therefore decides whether the branches ever matter, and
-    the sweep S, judged on tied's val loss, takes that into account.
-    [Corrected 2026-11-26, after the data (issue 33): the bound is on the branches' WEIGHTS, and the two inferences
-    from it above - "the model stays nearly a 2-gram model" and "the lr decides whether the branches ever matter" -
-    read weight size as function. At lr 3e-3 the weights grew only 1.04x by step 190 under Tiger, yet the branches
-    added 6.91 times the embedding at step 100 (branch_weight_lines): a coherent change of tiny weights.]
-
-Check B, bf16 (run first; decides the campaign's dtype)
-    Arms tied (sigma = 0.02) and logn, seed 1, 300 steps of the same schedule (max_iters = 300: the warmup and a
-    shorter cosine), each in fp32 and in bf16 autocast, under AdamW (lr 1e-3), Tiger and LAMB (lr 1e-2, the upper
-    middle of the sweep's grid: larger steps amplify rounding). bf16 PASSES if every whole-split val loss (steps 0,
-    100, 200, 300) of each bf16 run is within BF16_TOLERANCE = 0.01 nats of its fp32 twin: half the margin, about
-    twice the measurement error of a paired difference in lesson 04 (0.004-0.006 nats).
-
-Sweep S, the learning rate of each relative optimizer (run after B)
-    tied at sigma = 0.02, seed 100 (not a campaign seed, so no campaign run is selected on), the full schedule,
-    peak lr in LR_GRID = 1e-3, 3e-3, 1e-2, 3e-2. The lr with the lowest best whole-split val loss wins; if another
-    grid lr's best is within MARGIN (0.02 nats) of the winner's, the smallest such lr is taken (closest to the
-    author's 1e-3 to 2e-3). If the chosen lr is an end of the grid, the grid is extended once by one point beyond
-    it (x 1/3 or x 10/3) and the rule is applied again to all points. Why tied alone: it is the baseline, and none
-    of the claims is about its speed, so the lr is not chosen for or against logn.
-    How a 1200-step run stands in for the author's long runs: a relative step's budget is sum lr_t (a tensor's
-    norm can change by at most exp of it). The author's max lr 1e-3 to 2e-3 over tens of thousands of steps gives
-    a budget in the tens; 1200 steps give ~0.66 x lr x 1000. A small lr would leave a 1200-step run with a budget
-    far below his, so the sweep lets the data choose the lr that makes the best use of 1200 steps; lesson 05 prints
-    the chosen lr, its budget and what the embedding and the branches did with it.
-
-Arms and seeds (sigma = 0.02 unless named; seed drives init and data order, as in lesson 04)
-    Per relative optimizer (Tiger, LAMB): tied, logn (sigma = ln(n)/d), control (ortho at ln(n)/d), ortho, shuffle,
-    untied: seeds 1-5 for logn, control and ortho, 1-3 for the others.
-    AdamW at rule R's init: logn, control, ortho, seeds 1-3 (to show that AdamW's verdicts of lesson 04, made with
-    exact-zero branches in fp32, do not hinge on the init). AdamW's verdicts are lesson 04's.
-    sigma = d^-1/2 (lowest priority): ortho, tied, untied, shuffle at d^-1/2, seeds 1-3, per relative optimizer
-    (logn and the control serve both settings, as in lesson 04).
-    Order: B; S; Tiger seeds 1-3 (all arms); LAMB seeds 1-3; AdamW; seeds 4-5; sigma = d^-1/2. The plan grows as its
-    decisions are made (AdamW's runs need only B, an optimizer's runs its own lr); a worker takes the first runnable
-    run, so AdamW's runs may fill the time while a sweep run finishes.
-
-Budget (planned 2026-11-25: one d768 step measured at 256 ms in bf16 with AdamW, 296 with Tiger, 332 with LAMB, one
-thread, vs 736-926 ms in fp32): about 8-10 minutes a 1200-step run with evaluations, one thread; 12 check runs of 300
-steps, 8-10 sweep runs, 45 runs at sigma = 0.02 and 24 at d^-1/2: ~14 core-hours in bf16, within the 20 asked. In fp32
-(check B failed) the same plan would take ~35: then sigma = d^-1/2 and seeds 4-5 are cut (~20 core-hours).
-
-The statistics: lesson 04's, applied per optimizer
-    analysis.py's words (different, alike, inconclusive), MARGIN = 0.02, MIN_SEEDS = 3, paired t intervals over
-    seeds, Bonferroni over a claim's comparisons, claims 1-4 with amendments a-f and the control as in analysis.py,
-    on each optimizer's own runs: settings 'tiger', 'lamb' (sigma = 0.02) and 'tiger, sigma=d^-1/2', 'lamb,
-    sigma=d^-1/2'. Statistic 'early' (mean whole-split val loss over steps 100-600) is primary for claims 1-2 and the
-    control, as in lesson 04. Secondary, reported beside it and labelled so: 'start' = mean val-subset loss over
-    steps 10-200 (20 dense points), for claim 1 and the control. A claim whose primary and secondary verdicts differ
-    is flagged. Also descriptive: the paired gaps over time (dense to step 200, then every 100), pointwise 95%.
-
-Predictions of the mechanism, written before the data (lesson 05 holds them against the measurements; the verdicts
-come from the rules above whatever these say)
-    P1. Under a relative step the embedding's RMS moves by at most a factor (1 + lr_t) per step (Tiger: per row; LAMB:
-        per tensor), so logn's and the control's rms(E) stay below the sigma = 0.02 arms' for at least
-        ln(0.02 / 0.0122) / lr ~ 0.49 / lr steps; measured growth will be slower than the bound where updates are not
-        aligned with the weights. Under AdamW the relative step lr / rms(E) is ~0.08 at logn's start: the gap can
-        close within tens of steps (lesson 04: rms(E) 0.0122 -> 0.045 in 500 steps in the issue's pilot).
-    P2. The tied head's logit scale is about g d rms(E) (g: the final norm's mean gain): ln n = 9.37 for logn and the
-        control at step 0, d x 0.02 = 15.4 for the sigma = 0.02 arms. While rms(E) is held near its init, logn and
-        the control can't express logits as large as the others': under Tiger and LAMB both should lag ortho on
-        early (claim 1 SUPPORTED against ortho and shuffle; the control 'small sigma'); under AdamW neither (lesson 04).
-    P3. tied at sigma = 0.02 starts at a first loss of ~14.8 and must shrink its self-logit with relative steps; we make
-        no prediction of its speed against the fixes.
-
-Corrections to the predictions, added 2026-11-25 after the sweeps and the first Tiger runs (logn and control, seed 1)
-had landed, on an independent review's reading (the predictions are not rules: no verdict depends on them)
-    - P1's bound holds for rms(E) against the FIXED level 0.02, in units of sum lr_t (not of steps at the peak lr: the
-      warmup makes the first steps smaller): ln(0.02 d / ln n) = 0.49. Against the sigma = 0.02 ARMS it is about half
-      that, since they can shrink by (1 - lr_t) a step while logn grows by (1 + lr_t).
-    - P2 left out the final norm's gain g, the other factor of the logit scale g d rms(E). Tiger moves g by an absolute
-      lr_t / 2 a step (g <= 1 + sum lr_t / 2), LAMB by a relative (1 + lr_t) like E; so the logit scale can grow by
-      1.64x within sum lr_t = 0.34 (Tiger) or 0.25 (LAMB), not 0.49 (logit_scale_budget). Measured in tiger logn seed 1:
-      rms(E) 0.0122 -> 0.0188, g 1.00 -> 1.74.
-
-Added 2026-11-25 after Tiger's seeds 1-2 had landed (descriptive, not a rule: no verdict depends on it)
-    'In practice' (lesson 05 section 9, issue 20's "which init and head to choose under which optimizer"): per
-    optimizer and statistic, the arms ranked by their mean over the seeds all of them share, each with its paired
-    difference from the first and that comparison's word on its own (95% t interval, no Bonferroni: a guide to
-    which arms the first is not shown to beat, never a verdict) - ranking().
-    Precision (lesson 05 section 2): one measurement's error of a paired difference of claim 1's and the control's
-    pairs (per-window val losses, the larger of per-window and blocks-of-8 errors, as lesson 04) against the seeds'
-    scatter of the same differences; "small" if at most half the sd - precision_lines().
-    The logit scale beside the loss (lesson 05 section 6): on steps 10-200 and on the first half, the mean logit scale
-    and the mean loss of logn, the control and ortho - scale_against_loss(). An association between two outcomes,
-    not a test of P2 (P2's test is the pre-registered control - ortho comparison).
-
-Added 2026-11-25 after LAMB's seed 1 had landed (a check of the data's origin, not a rule)
-    Provenance (lesson 05 section 2): the commit each run was made at, against PREREGISTERED_AT, the commit that
-    wrote this docstring - provenance_lines().
-
-Added 2026-11-25 after all 65 campaign runs were in, and written before any of its runs: an exploratory look at
-section 8's untested reading (reproduce.py's scale 'turn'; one seed, so described, never a verdict)
-    The reading: logn must unlearn the 2-gram start's tied self-logit; a relative step turns a row of E by at most
-    ~lr_t radians a step whatever its size (train.emb_turn's docstring), AdamW by up to ~lr / sigma, which is large for
-    logn's small sigma; so under Tiger and LAMB the self-logit goes slowly, and logn with it.
-    Runs: logn, the control and ortho under AdamW (lr 1e-3), Tiger and LAMB (3e-3, sweep S's choice), seed 1, the
-    campaign's configuration and schedule stopped at step 200 (the 'start' window, where claim 1 is SUPPORTED under
-    both relative optimizers), fp32, with train.py's log_rows every 10 steps: emb_turn (the mean angle of E's rows
-    from their init) and self_logit (the logit for repeating the input token minus the mean logit, 16 fixed val
-    windows). What the reading expects (a miss is reported as a miss; nothing is re-run or tuned after):
-    T1. Under Tiger, every logged emb_turn <= the sum of lr_t so far (a bound: a miss would be a bug).
-    T2. logn's rows turn more under AdamW than under Tiger and under LAMB: emb_turn at steps 50, 100 and 190.
-    T3. logn's self_logit falls more slowly under Tiger and LAMB than under AdamW: at steps 50, 100 and 190 it is
-        larger under each relative optimizer than under AdamW.
-    T4. The control and ortho start with a self_logit near 0 and have none to unlearn: at step 190 logn's exceeds the
-        control's by more under Tiger and under LAMB than under AdamW.
-    The reading is contradicted if T3 fails (the self-logit goes as fast under a relative step, so it can't be what
-    holds logn back), and weakened if T2 fails with T3 holding (the self-logit is held, but not by the rows' turn).
-
-Added 2026-11-25 after the nine 'turn' runs were in and read (T3 failed; section 10 found that a row's turn can't lower
-its own logit), written before these three runs: what the branches add (exploratory, one seed, never a verdict)
-    The question section 10 left open: what lowers logn's self-logit, within 10 steps under AdamW and near step 100
-    under Tiger and LAMB, when E has hardly changed? Candidate: the residual branches' output. train.branch_ratio =
-    rms(x_L - x_0) / rms(x_0) at the final norm's input; resid_rms (the branches' weights) can't show a coherent change
-    of tiny weights. Runs: the three logn runs of the 'turn' plan re-made (groups '<optimizer> branches'), now with
-    branch_ratio in log_rows. Having seen the self-logit curves, we expect if the candidate is right:
-    B1. Under AdamW, logn's branch_ratio exceeds 1 by step 10 (its self-logit was 1.84 there).
-    B2. Under Tiger and under LAMB, logn's branch_ratio is below 1 at steps 10 and 50 (self-logit still above 7) and
-        above 1 at step 100 (where it had met the control's).
-    C. A check: the re-made runs' emb_turn and self_logit equal the committed ones' within 1e-6 (same config and seed;
-       the extra measurement changes no weight).
-    If B2 fails because the ratio stays below 1 through step 100, the branches are not what lowers the self-logit under
-    a relative step, and the route stays open.
-    A first attempt (commit 211012c) lost branch_ratio from its records: reproduce.KEEP lacked it (fixed and tested).
-    Of it we saw only logn's branch_ratio at steps 0-20 while it ran (adamw 0.45 at step 0; tiger 0.21 at step 0;
-    lamb 0.21, 0.21, 0.23 at steps 0, 10, 20), and check C on its two finished records (emb_turn and self_logit
-    equal to the committed runs' exactly). The three runs were re-made at the commit with the fix; nothing above changed.
-
-Corrections of 2026-11-26, made after all the data on issue 33's review (wording and reporting only: no verdict
-changes, no run was added; each is printed in appendix B where it applies)
-    1. Weight size is not function. resid_rms (the branches' weights) hardly grows under Tiger and LAMB, but
-       branch_ratio (what they add) passes 1 by step 60-70 and peaks near 10 (Tiger) and 6 (LAMB): from then on these
-       models are far from the 2-gram model. branch_weight_lines prints both; no sentence may infer the model's
-       function from the weights' rms.
-    2. The logit scale g d rms(E) leaves out the trainable d x d matrix P of ortho's head (and the control's). A
-       relative step bounds P's Frobenius norm, not its operator norm (rank_one_growth: 100 steps at 3e-3 on one
-       rank-1 gradient, Frobenius x1.05, operator norm x8.5 at d = 768, under Tiger and LAMB alike). P's norm was
-       never logged, so section 6's "logn's scale reaches / stays below ortho's" compares logn's whole scale with part
-       of ortho's. And the control differs from logn by P as well as by the self-logit, so the control verdict
-       'self-logit' names the control's whole difference (analysis.py, "The control's confound").
-    3. Fragility: one rule for every verdict, analysis.py's of 2026-11-26 (verdict_flip, fragile_lines), with delta =
-       twice one measurement's error of section 2 (fragile_delta, fragility_lines). Written after the data, knowing
-       which verdicts it would mark.
-    4. "The optimizer decides": the two sides also differ in the peak lr (3e-3 from sweep S against AdamW's 1e-3,
-       not swept), the weight decay (0.01 inside a relative step against AdamW's decoupled 0.1) and the betas
-       (configuration_lines). The data show that the optimizer's configuration decides; relativity is not yet shown
-       to be the cause.
-    5. Gradient clipping to norm 1.0 runs before every step of every optimizer (train.py). Under Tiger and LAMB the
-       raw norm is far above 1 at every logged step, so each step's gradient enters the optimizer at unit norm and
-       Tiger's momentum averages unit-norm gradients. Neither reference (tiger.py; You et al.'s Algorithm 2) clips.
-       configuration_lines prints the raw norms.
-    6. Per-row bounds. Tiger steps E row by row, so each row's norm changes by at most a factor (1 + lr_t) a step and
-       turns by at most about lr_t radians. LAMB bounds only the whole tensor's norm (|dE| = lr_t |E|): one row can
-       grow or turn more than lr_t, the more the more unevenly Adam's direction spreads over the rows. So T1's bound
-       ('a relative step turns a row by at most ~lr_t radians', above) is exact for Tiger (where T1 tested it), not for
-       LAMB, and section 1's bound on the largest logit, e^(2 sum lr_t) under LAMB, holds for the mean logit scale
-       g d rms(E), and for the largest logit only while LAMB's step spreads evenly over E's rows and the gain's entries.
+Appendix B's report (the optimizer campaign, scale 'optim', and its exploratory 'turn' runs): check B, sweep S, the
+claims per optimizer, what the relative step bounds and what it does not, the measurement's precision, fragility and
+sections 10-11's expectations, as printable lines. Its plan and rules, fixed before the data, with the dated additions
+and corrections: lessons/preregistrations/appendix_b.md. Reporting only: the verdicts come from claims.py.
 """
 
 import functools
 import math
-import os
-import sys
 
 import numpy as np
+import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+import optim
+from claims import CORE_FIXES, FRAGILE_EDGE, all_claims, claim_slowest, control_verdict, fragile_lines
+from plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
+from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, measurement_noise, paired,
+                     stack, start, val_curve)
+from stats import MIN_SEEDS, compare, pooled_sd
+from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
+from train import Config, load_data, lr_at
 
-import analysis  # noqa: E402
-from analysis import MARGIN  # noqa: E402
-
-RESIDUAL_STD = 1e-4  # rule R
-BF16_TOLERANCE = 0.01  # check B, nats
-LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)  # sweep S
-SWEEP_SEED = 100
-RELATIVE = ("tiger", "lamb")
-START_STEPS = (10, 200)  # 'start': mean val-subset loss over these steps (inclusive)
-# The commit that wrote this docstring and the plan, recorded here on 2026-11-25 after Tiger's runs were in (a commit
+# The commit that wrote the pre-registration and the plan, recorded here on 2026-11-25 after Tiger's runs were in (a commit
 # can't name itself). Every campaign run records the commit it ran at (reproduce.py's git_commit); the campaign runs
 # from a worktree pinned here, so that fixes on main can't change runs in flight. provenance_lines checks it.
 PREREGISTERED_AT = "3ece28e2cdf37b871843e037f9e31a01cdb0900b"
-
-
-# ----------------------------------------------------------------------------------------------------
-# Check B and sweep S: the two decisions the plan takes from its own first runs
-
-def bf16_check(runs, planned=None):
-    """Check B on the check runs ({(optimizer, arm, dtype): run}). Returns dict(done, passed, rows) with one row per
-    (optimizer, arm): the largest |bf16 - fp32| whole-split val loss over the shared evaluations. `planned`: the
-    (optimizer, arm) pairs the check needs (reproduce.py's plan); it is done only when every one has both runs."""
-    rows = []
-    keys = sorted({(o, a) for o, a, _ in runs} | set(planned or ()))
-    for o, a in keys:
-        pair = [runs.get((o, a, dt)) for dt in ("float32", "bfloat16")]
-        if None in pair:
-            continue
-        (s32, v32), (s16, v16) = (analysis.val_curve(r) for r in pair)
-        both = sorted(set(s32.tolist()) & set(s16.tolist()))
-        diff = [abs(v16[s16.tolist().index(s)] - v32[s32.tolist().index(s)]) for s in both]
-        # np.max, not max: a diverged twin's NaN must fail the check (max() skips a NaN that doesn't come first)
-        rows.append(dict(optimizer=o, arm=a, steps=both, max_abs_diff=float(np.max(diff)) if diff else math.nan))
-    done = len(rows) == len(keys) and len(rows) > 0
-    passed = done and all(r["max_abs_diff"] < BF16_TOLERANCE for r in rows)
-    return dict(done=done, passed=passed, rows=rows)
-
-
-def pick_lr(best_by_lr, grid=LR_GRID):
-    """Sweep S's rule on {lr: best val loss of tied}. Returns dict(lr, next): `lr` the choice (None until decided),
-    `next` the lrs still to run (the grid's, then one extension beyond an end that wins)."""
-    todo = [lr for lr in grid if lr not in best_by_lr]
-    if todo:
-        return dict(lr=None, next=todo)
-    scores = {lr: v for lr, v in best_by_lr.items() if math.isfinite(v)}
-    if not scores:  # every run diverged: nothing to choose
-        return dict(lr=None, next=[])
-    winner = min(scores, key=scores.get)
-    choice = min(lr for lr, v in scores.items() if v <= scores[winner] + MARGIN)
-    lo, hi = min(grid), max(grid)
-    if choice in (lo, hi) and len(grid) == len(LR_GRID):  # an end wins: extend once beyond it
-        beyond = round(lo / 3, 12) if choice == lo else round(hi * 10 / 3, 12)
-        return pick_lr(best_by_lr, tuple(sorted(grid + (beyond,))))
-    return dict(lr=choice, next=[])
-
-
-# ----------------------------------------------------------------------------------------------------
-# Statistics
-
-def start(run):
-    """Mean val-subset loss over the dense evaluations in START_STEPS (lower = faster at the start)."""
-    lo, hi = START_STEPS
-    vals = [r["val_subset_loss"] for r in run["history"] if r.get("val_subset_loss") is not None and lo <= r["step"] <= hi]
-    return float(np.mean(vals)) if vals else math.nan
-
-
-analysis.STATS.setdefault("start", start)
-analysis.STAT_WORDS.setdefault("start", "mean val-subset loss over steps 10-200")
-
-# The settings the claims judge ('The statistics' above); AdamW's re-runs at rule R's init (logn, control, ortho only)
-# are set beside lesson 04's runs instead.
+# The settings the claims judge (plans.SETTINGS["optim"]); AdamW's re-runs at rule R's init (logn, control, ortho only)
+# are set beside appendix A's runs instead.
 JUDGED = ("tiger", "lamb", "tiger, sigma=d^-1/2", "lamb, sigma=d^-1/2")
-SETTINGS = {"tiger": ("tiger",), "lamb": ("lamb",), "tiger, sigma=d^-1/2": ("tiger", "tiger d^-1/2"),
-            "lamb, sigma=d^-1/2": ("lamb", "lamb d^-1/2"), "adamw (residual_std=1e-4)": ("adamw",)}
-
-
-def settings(runs):
-    """{setting: {arm: {seed: run}}} of the campaign's runs. The d^-1/2 settings borrow logn and the control from their
-    optimizer's main group, and take its other arms from the d^-1/2 group only."""
-    out = {}
-    for name, groups in SETTINGS.items():
-        rs = [r for r in runs if r["group"] == groups[-1] or (len(groups) > 1 and r["group"] == groups[0]
-                                                                 and r["arm"] in ("logn", "control"))]
-        out[name] = analysis.by_arm(rs)
-    return out
 
 
 def claims(by_arm):
     """Lesson 04's claims and control on one optimizer's setting, plus the secondary 'start' versions of claim 1 and
     the control (labelled so)."""
-    out = analysis.all_claims(by_arm)
+    out = all_claims(by_arm)
     dense = any(math.isfinite(start(r)) for runs in by_arm.values() for r in runs.values())
     if dense:  # runs made without dense evaluation (lesson 04's) have no 'start'
-        out["1 logn slowest (start, secondary)"] = analysis.claim_slowest(by_arm, stat="start")
-        out["control (start, secondary)"] = analysis.control_verdict(by_arm, stat="start")
+        out["1 logn slowest (start, secondary)"] = claim_slowest(by_arm, stat="start")
+        out["control (start, secondary)"] = control_verdict(by_arm, stat="start")
     return out
 
 
 # ----------------------------------------------------------------------------------------------------
-# Reading the campaign (lesson 05). Reporting only: no rule of its own.
+# Reading the campaign: printable lines. Reporting only: no rule of its own.
 
 def check_lines(runs):
     """Check B as printable lines: each (optimizer, arm)'s fp32 and bf16 whole-split val losses, their largest
@@ -309,7 +50,7 @@ def check_lines(runs):
                         for r in runs if r["group"].startswith("check ")})
     out = []
     for row in check["rows"]:
-        pair = {r["config"]["dtype"]: analysis.val_curve(r)[1] for r in runs if r["group"].startswith("check ")
+        pair = {r["config"]["dtype"]: val_curve(r)[1] for r in runs if r["group"].startswith("check ")
                 and r["config"]["optimizer"] == row["optimizer"] and r["arm"] == row["arm"]}
         out.append(f"  {row['optimizer']:5} {row['arm']:5} fp32 " + " ".join(f"{v:.3f}" for v in pair["float32"])
                    + " | bf16 " + " ".join(f"{v:.3f}" for v in pair["bfloat16"])
@@ -331,13 +72,11 @@ def provenance_lines(runs, commit=PREREGISTERED_AT):
 
 def run_config(run):
     """The train.Config a committed run was made with, from its record (keys a later Config lacks are left out)."""
-    from train import Config
     return Config(**{k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__})
 
 
 def schedule(config):
     """The learning rate at every step of a run's schedule (train.lr_at)."""
-    from train import lr_at
     return [lr_at(t, config) for t in range(config.max_iters)]
 
 
@@ -375,7 +114,7 @@ def steps_to_budget(config, total):
 def branch_growth(runs_by_seed):
     """How far the residual branches' WEIGHTS grew: the median over seeds of the last logged resid_rms over the first.
     Weights, not function: a coherent change of tiny weights can add a lot to the residual stream (branch_lines)."""
-    return float(np.median([analysis.last_logged(r, "resid_rms") / r["history"][0]["resid_rms"]
+    return float(np.median([last_logged(r, "resid_rms") / first_logged(r, "resid_rms")
                             for r in runs_by_seed.values()]))
 
 
@@ -405,24 +144,24 @@ def mechanism_lines(name, by_arm, ratio):
         at = steps_to_budget(cfg, total)
         return f"; a relative step can't before step {at}" if at else "; beyond this run's budget"
 
-    s, _, e = analysis.stack(logn, "emb_rms")
+    s, _, e = stack(logn, "emb_rms")
     at = _first_at_or_above(s, e.mean(0), 0.02)
     out = [f"{name}: logn's rms(E) " + (f"reaches 0.02 at step {at}" if at is not None else
                                          f"stays below 0.02 to step {int(s[-1])}")
            + (bound(math.log(ratio)) if relative else "")]
     runs = [r for rs in (logn, by_arm.get("ortho", {})) for r in rs.values()]
-    if by_arm.get("ortho") and all(r["history"][0].get("lnf_gain") is not None for r in runs):
+    if by_arm.get("ortho") and all(first_logged(r, "lnf_gain") is not None for r in runs):
         (sl, vl), (so, vo) = logit_scale(logn), logit_scale(by_arm["ortho"])
         common = sorted(set(sl.tolist()) & set(so.tolist()))
         gap = [vl[sl.tolist().index(t)] - vo[so.tolist().index(t)] for t in common]
         at = _first_at_or_above(common, gap, 0.0)
-        g = np.mean([analysis.last_logged(r, "lnf_gain") for r in logn.values()])
+        g = np.mean([last_logged(r, "lnf_gain") for r in logn.values()])
         out.append(f"{name}: logn's logit scale g d rms(E) " + (f"reaches ortho's g d rms(E) at step {at}" if at is not
                    None else "stays below ortho's g d rms(E)") + " (ortho's without its matrix P, whose norm was not logged)"
                    + (bound(logit_scale_budget(c['optimizer'], ratio)) + " against the fixed 15.4" if relative else "")
                    + f"; logn's gain g ends at {g:.2f}")
     out += scale_against_loss(name, by_arm)
-    if all(r["history"][0].get("resid_rms") for r in logn.values()):
+    if all(first_logged(r, "resid_rms") for r in logn.values()):
         out.append(f"{name}: logn's residual branches' weights (resid_rms) grew {branch_growth(logn):.3g}x (median over "
                    f"seeds; weights, not what the branches add)")
     return out
@@ -437,22 +176,22 @@ def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
     matrix P (never logged; corrected 2026-11-26, issue 33), and the lines say so. Scale and loss are both outcomes of training: an association, not a cause. Lines saying
     'invalid' if a run diverged; [] if an arm is missing or its runs did not log the gain."""
     if not all(by_arm.get(a) for a in arms) or \
-            any(r["history"][0].get("lnf_gain") is None for a in arms for r in by_arm[a].values()):
+            any(first_logged(r, "lnf_gain") is None for a in arms for r in by_arm[a].values()):
         return []
     runs = [r for a in arms for r in by_arm[a].values()]
     if any(r.get("diverged_at_step") is not None for r in runs):
         return [f"{name}: logit scale against loss: invalid (a run diverged)"]
-    last = max(h["step"] for r in runs for h in r["history"])
+    last = max(max(logged(r, "step")) for r in runs)
     half = runs[0].get("config", {}).get("max_iters", last) / 2
     out = []
     for (lo, hi), stat, key in ((START_STEPS, "start", "val_subset_loss"), ((1, half), "early", "val_loss")):
         scale, loss = {}, {}
         for a in arms:  # the scale at the very steps the statistic averages
             s, v = logit_scale(by_arm[a])
-            at = analysis.stack(by_arm[a], key)[0]
+            at = stack(by_arm[a], key)[0]
             at = at[(at >= lo) & (at <= hi)]
             scale[a] = float(v[np.isin(s, at)].mean()) if len(at) else math.nan
-            loss[a] = float(np.mean([analysis.STATS[stat](r) for r in by_arm[a].values()]))
+            loss[a] = float(np.mean([STATS[stat](r) for r in by_arm[a].values()]))
         what = "val-subset loss" if stat == "start" else "val loss"
         window = f"steps {lo}-{hi:g}" if stat == "start" else f"first half (evaluations to step {hi:g})"
         if not all(map(math.isfinite, list(scale.values()) + list(loss.values()))):
@@ -492,7 +231,7 @@ def sweep_lines(runs):
             if r.get("diverged_at_step") is not None:  # its sizes stop where it diverged: say so, don't read them
                 out.append(head + f"   DIVERGED at step {r['diverged_at_step']}")
                 continue
-            grow = {k: analysis.last_logged(r, k) / r["history"][0][k] for k in ("resid_rms", "emb_rms")}
+            grow = {k: last_logged(r, k) / first_logged(r, k) for k in ("resid_rms", "emb_rms")}
             out.append(head + f"   weights' rms grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
         pick = pick_lr({r["config"]["lr"]: r["best_val"] for r in rs})
         out.append(f"  {opt}: " + (f"lr {pick['lr']:g} chosen" if pick["lr"] else f"waiting for lr {pick['next']}"))
@@ -502,26 +241,26 @@ def sweep_lines(runs):
 def logit_scale(runs_by_seed):
     """The tied logit scale g d rms(E) over training (g: the final norm's mean gain), mean over seeds: the largest
     logit the head can give a token whose row points like h. (steps, values)."""
-    steps, _, g = analysis.stack(runs_by_seed, "lnf_gain")
-    _, _, e = analysis.stack(runs_by_seed, "emb_rms")
+    steps, _, g = stack(runs_by_seed, "lnf_gain")
+    _, _, e = stack(runs_by_seed, "emb_rms")
     d = next(iter(runs_by_seed.values()))["d"]
     return steps, (g * e).mean(0) * d
 
 
 def ranking(by_arm, stat, arms=None):
     """The arms ranked by their mean `stat` over the seeds every one of them has (descriptive: see the docstring's
-    'In practice'). Rows dict(arm, mean, n, vs_first) where vs_first is analysis.compare of arm - first (None for the
+    'In practice'). Rows dict(arm, mean, n, vs_first) where vs_first is compare of arm - first (None for the
     first), one comparison on its own. [] below MIN_SEEDS shared seeds."""
     arms = [a for a in (arms or by_arm) if by_arm.get(a)]
     seeds = sorted(set.intersection(*(set(by_arm[a]) for a in arms))) if arms else []
-    if len(seeds) < analysis.MIN_SEEDS:
+    if len(seeds) < MIN_SEEDS:
         return []
-    f = analysis.STATS[stat]
+    f = STATS[stat]
     means = {a: float(np.mean([f(by_arm[a][s]) for s in seeds])) for a in arms}
     order = sorted(arms, key=lambda a: (not math.isfinite(means[a]), means[a]))
     pick = lambda a: {s: by_arm[a][s] for s in seeds}
     return [dict(arm=a, mean=means[a], n=len(seeds),
-                 vs_first=None if i == 0 else analysis.compare(analysis.paired(pick(a), pick(order[0]), stat)))
+                 vs_first=None if i == 0 else compare(paired(pick(a), pick(order[0]), stat)))
             for i, a in enumerate(order)]
 
 
@@ -529,8 +268,8 @@ def ranking_lines(name, by_arm, stat, arms=None):
     """ranking() as printable lines, one per arm."""
     rows = ranking(by_arm, stat, arms)
     if not rows:
-        return [f"{name}: fewer than {analysis.MIN_SEEDS} seeds shared by every arm: no ranking yet"]
-    out = [f"{name}, {analysis.STAT_WORDS.get(stat, stat)} ({rows[0]['n']} seeds), in the order of the means; each "
+        return [f"{name}: fewer than {MIN_SEEDS} seeds shared by every arm: no ranking yet"]
+    out = [f"{name}, {STAT_WORDS.get(stat, stat)} ({rows[0]['n']} seeds), in the order of the means; each "
            f"arm against the lowest, one unadjusted 95% comparison each (not verdicts):"]
     for i, r in enumerate(rows):
         v = r["vs_first"]
@@ -542,7 +281,7 @@ def ranking_lines(name, by_arm, stat, arms=None):
     return out
 
 
-MEASURED_PAIRS = [("logn", f) for f in analysis.CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
+MEASURED_PAIRS = [("logn", f) for f in CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
 
 
 def measurement_error(by_arm, windows, subset, block=8):
@@ -554,9 +293,7 @@ def measurement_error(by_arm, windows, subset, block=8):
     idx = subset_windows(windows, subset)
 
     def se(ra, rb, keep=None):
-        pick = lambda r: {"val_windows_last": [r["val_windows_last"][i] for i in keep] if keep is not None
-                          else r["val_windows_last"]}
-        return max(analysis.measurement_noise(pick(ra), pick(rb), k) for k in (1, block))
+        return max(measurement_noise(ra, rb, k, keep) for k in (1, block))
 
     rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
             for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
@@ -586,23 +323,17 @@ def precision_lines(name, by_arm, windows, subset, block=8):
            f"{whole:.4f} nats on the whole split ({windows} windows) and {sub:.4f} on the {subset}-window subset (the "
            f"larger of the per-window and blocks-of-{block} errors; median over {err['n']} pairs x seeds)"]
     for stat, err in (("early", whole), ("start", sub)):
-        if not any(h.get("val_subset_loss") is not None for rs in by_arm.values() for r in rs.values()
-                   for h in r["history"]) and stat == "start":
+        if stat == "start" and not any(logged(r, "val_subset_loss") for rs in by_arm.values() for r in rs.values()):
             out.append(f"  {stat:5}: not measured in these runs")
             continue
-        ss, df, bad = 0.0, 0, 0
-        for a, b in MEASURED_PAIRS:
-            if by_arm.get(a) and by_arm.get(b):
-                d = np.asarray(analysis.paired(by_arm[a], by_arm[b], stat), float)
-                if not np.isfinite(d).all():
-                    bad += 1
-                elif len(d) >= 2:
-                    ss, df = ss + float(((d - d.mean()) ** 2).sum()), df + len(d) - 1
+        diffs = [np.asarray(paired(by_arm[a], by_arm[b], stat), float) for a, b in MEASURED_PAIRS
+                 if by_arm.get(a) and by_arm.get(b)]
+        bad = sum(not np.isfinite(d).all() for d in diffs)
+        sd, df, _ = pooled_sd(d for d in diffs if np.isfinite(d).all())
         note = f"; {bad} comparison(s) left out: a run diverged" if bad else ""
         if not df:
             out.append(f"  {stat:5}: fewer than 2 paired seeds: no seed spread yet{note}")
             continue
-        sd = math.sqrt(ss / df)
         out.append(f"  {stat:5}: the seeds scatter those differences by sd {sd:.4f} (pooled, {df} degrees of freedom): "
                    f"error / sd = {err / sd:.2f}, {'small' if err <= sd / 2 else 'not small'} next to the seed noise "
                    f"(small: at most half){note}")
@@ -610,14 +341,14 @@ def precision_lines(name, by_arm, windows, subset, block=8):
 
 
 # ----------------------------------------------------------------------------------------------------
-# The fragility rule, added 2026-11-26 AFTER all the data (issue 33; see the docstring): reporting, no verdict changes
+# Fragility per setting: claims.fragile_lines with delta = twice the measured error of one paired difference
 
 def fragile_delta(by_arm, windows, subset):
     """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
-    the whole split's for early, best and last, the dense subset's for start), never below analysis.FRAGILE_EDGE; where
+    the whole split's for early, best and last, the dense subset's for start), never below FRAGILE_EDGE; where
     nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
     err = measurement_error(by_arm, windows, subset)
-    edge = analysis.FRAGILE_EDGE
+    edge = FRAGILE_EDGE
     if err is None:
         return {st: edge for st in ("early", "best", "last", "start")}, \
             f"no measured error: FRAGILE_EDGE {edge}"
@@ -628,11 +359,11 @@ def fragile_delta(by_arm, windows, subset):
 
 def fragility_lines(name, verdicts, delta, names):
     """Every verdict of `names` in one setting under the 2026-11-26 rule: FRAGILE or robust, with the smallest shift
-    of its comparisons that changes it (analysis.fragile_lines) against the statistic's delta."""
+    of its comparisons that changes it (fragile_lines) against the statistic's delta."""
     out = []
     for claim in names:
         c = verdicts.get(claim)
-        line = c and analysis.fragile_lines(claim, c, delta[c["stat"]])
+        line = c and fragile_lines(claim, c, delta[c["stat"]])
         if line:
             out.append(f"  {claim:34} {line}")
     return out
@@ -652,16 +383,13 @@ def verdict_grid(claims_by_setting, names):
 def val_repeat_rate():
     """The share of val-split positions whose target repeats their input token (tiedgpt.repeat_fraction): where the tied
     self-logit helps at step 0. Read from the prepared data once."""
-    import reproduce
-    from tiedgpt import repeat_fraction
-    c = reproduce.config_for(reproduce.plan("optim")[0][2])
-    return repeat_fraction(np.asarray(reproduce.load_data(c, log=lambda *a: None)[3], dtype=np.int64))
+    c = config_for(plan("optim")[0][2])
+    return repeat_fraction(np.asarray(load_data(c, log=lambda *a: None)[3], dtype=np.int64))
 
 
 def two_gram_first_loss(run):
     """The first loss the 2-gram model predicts (tiedgpt.predicted_initial_loss, with the val split's repeat rate) for a
     run's model: rule R says a run's step-0 val loss lies within 1% of it."""
-    from tiedgpt import GPTConfig, predicted_initial_loss
     cfg = GPTConfig(**{k: v for k, v in run["config"].items() if k in GPTConfig.__dataclass_fields__})
     return predicted_initial_loss(cfg, val_repeat_rate())
 
@@ -680,11 +408,6 @@ def turn_runs(runs, branches=False):
         if r["group"].endswith(" branches") == branches:
             out.setdefault(r["config"]["optimizer"], {})[r["arm"]] = r
     return out
-
-
-def logged(run, key):
-    """{step: value} of a log_rows quantity (emb_turn, self_logit)."""
-    return {h["step"]: h[key] for h in run["history"] if key in h}
 
 
 def turn_bound(run):
@@ -795,7 +518,8 @@ def branch_lines(branches, turn):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Added 2026-11-26 after all the data, on issue 33's review: what the report had read wrongly. Reporting only.
+# What a relative step does and does not bound: weights against what they add, the optimizers' whole configuration,
+# and the operator norm of a matrix under rank-1 steps
 
 def branch_weight_lines(branches):
     """Weights are not function. Per optimizer, from section 10's re-made logn runs (seed 1, steps 0-190): the rms of
@@ -825,8 +549,6 @@ def configuration_lines(runs):
     decay and how it is applied, the betas and eps (optim.py's reference constants for Tiger and LAMB, the run's Config
     for AdamW), and the gradient clipping that runs before every step, with the raw gradient norm logged before it
     (train.py logs clip_grad_norm_'s return value): median over the group's logged steps, and the lowest."""
-    import optim
-    import torch
     adam_eps = torch.optim.AdamW([torch.zeros(1, requires_grad=True)]).defaults["eps"]
     how = {"adamw": "decoupled, x lr", "tiger": "decoupled, x the RMS-scaled step", "lamb": "inside r, so under the trust ratio"}
     out = []
@@ -841,7 +563,7 @@ def configuration_lines(runs):
                  "tiger": f"beta {optim.TIGER_BETA:g} (one momentum, no second moment)",
                  "lamb": f"betas ({optim.LAMB_BETAS[0]:g}, {optim.LAMB_BETAS[1]:g}), eps {optim.LAMB_EPS:g}"}[opt]
         lrs = sorted({r["config"]["lr"] for r in rs})
-        norms = [h["grad_norm"] for r in rs for h in r["history"] if h.get("grad_norm") is not None]
+        norms = [v for r in rs for v in logged(r, "grad_norm").values()]
         clip = sorted({r["config"]["grad_clip"] for r in rs})
         out.append(f"{opt:5}: peak lr {', '.join(f'{x:g}' for x in lrs)} ("
                    + ("appendix A's, not swept" if opt == "adamw" else "sweep S") + f"); weight decay {wd:g} ({how[opt]}); "
@@ -859,7 +581,6 @@ def rank_one_growth(make, d=768, lr=3e-3, steps=100, seed=0):
     most P can stretch one direction, which it does not bound: each step adds a rank-1 matrix of Frobenius norm about
     lr |P|_F, and those add up in ONE direction, so |P|_op grows by about steps lr |P|_F = steps lr sqrt(d) while |P|_F
     grows by only sqrt(1 + (steps lr)^2)."""
-    import torch
     gen = torch.Generator().manual_seed(seed)
     q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen))
     u, v = torch.randn(d, 1, generator=gen), torch.randn(d, 1, generator=gen)
