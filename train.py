@@ -14,7 +14,7 @@ Every field of Config is a --key=value flag (python train.py --help lists them).
 logged step) and ckpt.pt (model + optimizer + RNG states + step, written atomically; tensors and plain values
 only, read back with weights_only=True). --resume=true continues from ckpt.pt; a SIGKILL loses only the steps
 since the last checkpoint, and Ctrl-C saves one before exiting. A resumed run is the run that was checkpointed:
-every setting that changes what it computes or logs must be the checkpoint's (checkpoint.RUN_FIELDS), except
+every setting that changes what it computes or logs must be the checkpoint's (runtime.RUN_FIELDS), except
 --max_iters, which may grow to extend it on its schedule. A folder holding an earlier run's checkpoint is never
 overwritten silently (--resume=true, or --overwrite=true, which removes it first), and one folder serves one run
 at a time.
@@ -41,13 +41,13 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from checkpoint import (MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, release_out_dir,
+from runtime import (MODEL_FIELDS, Diverged, TrainingError, claim_out_dir, load_checkpoint, release_out_dir,
                         save_checkpoint)
-from data.prepare import ensure_prepared, get_encoding, load_split
+from data.prepare import ensure_prepared, get_encoding, load_split, split_windows
 from optim import LAMB_BETAS, OPTIMIZERS, RELATIVE, TIGER_BETA, make_optimizer
+from probes import row_probe, weight_stats
 from tiedgpt import GPT, HEADS, POSITIONS, GPTConfig, predicted_initial_loss
 
 # Under Tiger the residual branches start at N(0, TIGER_RESIDUAL_STD^2) instead of exactly 0 (see Config); small
@@ -101,7 +101,7 @@ class Config(GPTConfig):
     dense_val_until: int = 0
     dense_val_windows: int = 128
     log_interval: int = 10
-    # True: every logged row also has emb_turn, self_logit and branch_ratio (see row_stats): how far the rows of E have
+    # True: every logged row also has emb_turn, self_logit and branch_ratio (probes.row_probe): how far the rows of E have
     # turned from their init, how much of the fresh tied model's 2-gram self-logit is left, and how much the residual
     # branches add to what the head sees (lesson 05, section 10)
     log_rows: bool = False
@@ -305,28 +305,6 @@ def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
     return xy[:, :-1], xy[:, 1:]
 
 
-def subset_windows(n_win, subset):
-    """The indices of the `subset` windows (of n_win) that a dense evaluation scores: evenly spaced, the same K at
-    every call (all of them if subset is None or >= n_win)."""
-    if subset and subset < n_win:
-        return np.unique(np.linspace(0, n_win - 1, subset).round().astype(np.int64))
-    return np.arange(n_win)
-
-
-def split_windows(data, block_size, device, lut=None, windows_per_batch=64, subset=None):
-    """Every non-overlapping block_size window of `data` (plus its next-token targets), as (windows, T + 1)
-    batches of token ids on `device`: what full_split_loss and window_losses score. The < block_size tokens
-    past the last whole window are left out. `lut` renumbers ids (vocab='corpus'). subset=K keeps K of the
-    windows, evenly spaced over the split (all of them if K >= their number): the same K at every call."""
-    starts = subset_windows((len(data) - 1) // block_size, subset) * block_size
-    n_win = len(starts)
-    for i in range(0, n_win, windows_per_batch):
-        xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
-        if lut is not None:
-            xy = lut[xy]
-        yield torch.from_numpy(xy).to(device)
-
-
 @torch.no_grad()
 def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut=None, windows_per_batch=64,
                     subset=None):
@@ -335,26 +313,13 @@ def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut
     of context. All windows have the same length, so the mean of batch means, weighted by the number of windows
     in each batch, is the mean over tokens."""
     total, n_win = 0.0, 0
-    for xy in split_windows(data, block_size, device, lut, windows_per_batch, subset):
+    for xy in split_windows(data, block_size, lut, windows_per_batch, subset):
+        xy = torch.from_numpy(xy).to(device)
         with autocast:
             loss = model(xy[:, :-1], xy[:, 1:], return_logits=False)[1]
         total += loss.float().item() * len(xy)
         n_win += len(xy)
     return total / n_win
-
-
-@torch.no_grad()
-def window_losses(model, data, block_size, device, lut=None, windows_per_batch=64):
-    """The loss of each window full_split_loss averages, as a float64 numpy array: their mean is full_split_loss
-    up to float rounding. Lesson 04 uses the spread over windows to measure how noisy a whole-split val loss
-    is: a paired difference A - B measured on W windows has standard error sd(window differences) / sqrt(W)."""
-    out = []
-    for xy in split_windows(data, block_size, device, lut, windows_per_batch):
-        logits = model.logits(model.hidden(xy[:, :-1])).float()  # (windows, T, n): one batch at a time
-        per_token = F.cross_entropy(logits.transpose(1, 2), xy[:, 1:], reduction="none")  # (windows, T)
-        out.append(per_token.mean(1).double().cpu().numpy())
-    return np.concatenate(out)
-
 
 
 def corpus_vocab(c, train_data, val_data):
@@ -392,7 +357,7 @@ def data_identity(c, meta, train_data, val_data, ids):
 
 
 # ----------------------------------------------------------------------------------------------------
-# 3. Model, optimizer, and the state a run resumes from (checkpoint.py writes, reads and checks ckpt.pt)
+# 3. Model, optimizer, and the state a run resumes from (runtime.py writes, reads and checks ckpt.pt)
 
 def estimate_memory(c):
     """Rough bytes a training step needs: 16 per parameter (weight, gradient, AdamW's two moments, fp32), the
@@ -505,15 +470,6 @@ def flops_per_token(model):
     return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd
 
 
-@torch.no_grad()
-def branch_rms(model):
-    """RMS over the weights of every residual branch's last layer (attention's and the MLP's c_proj): how far the
-    branches have grown from their (near-)zero init. 0 for a fresh model with exactly-zero branches."""
-    ws = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
-    return math.sqrt(sum(w.float().pow(2).sum().item() for w in ws) / max(1, sum(w.numel() for w in ws)))
-
-
-
 # ----------------------------------------------------------------------------------------------------
 # 4. The training loop, and the helpers it calls
 
@@ -539,11 +495,12 @@ class Run:
     ckpt_path: str
     metrics_path: str
     flops_per_token: float
-    emb0: torch.Tensor = None  # E at init, with log_rows (see row_stats)
+    emb0: torch.Tensor = None  # E at init, with log_rows (see probes.row_probe)
+    probes: list = ()  # callables (model, step) -> dict, merged into every logged row (weight_stats first)
     ckpt_step: int = None  # the step of the last checkpoint this run wrote or resumed from (see last_checkpoint)
 
 
-def setup(c, log, held):
+def setup(c, log, held, probes=()):
     """Sections 1-3 for one run: processes and device, data, model and optimizer (resumed with c.resume), the run's
     files, and the lines that say what is about to happen. Returns (Run, where the run stands: see build). The
     out_dir is claimed (its lock appended to `held`) only once the data and settings have passed their checks, so
@@ -575,6 +532,8 @@ def setup(c, log, held):
               ckpt_path=os.path.join(c.out_dir, "ckpt.pt") if c.out_dir else None,
               metrics_path=os.path.join(c.out_dir, "metrics.jsonl") if c.out_dir else None,
               flops_per_token=flops_per_token(model), emb0=where.pop("emb0"), ckpt_step=where.pop("ckpt_step"))
+    rows = [row_probe(run.emb0, val_data, c.block_size, device, lut, autocast)] if run.emb0 is not None else []
+    run.probes = [weight_stats, *rows, *probes]
     log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
         f"| {meta['dataset']} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
@@ -662,99 +621,6 @@ def checkpoint(run, step, tokens, loss_sum, n_summed):
         run.ckpt_step = step
 
 
-def weight_stats(model):
-    """The sizes lesson 05 follows: the embedding's RMS, the residual branches' (branch_rms), the final norm's gain."""
-    return dict(emb_rms=model.transformer.wte.weight.detach().pow(2).mean().sqrt().item(), resid_rms=branch_rms(model),
-                lnf_gain=model.transformer.ln_f.weight.mean().item())
-
-
-ROW_WINDOWS = 16  # the fixed val windows self_logit is measured on (1,024 positions at T = 64)
-
-
-@torch.no_grad()
-def emb_turn(E, E0):
-    """The mean over the rows w_i of E of their angle to their init w_i(0), in radians: atan2(|w_i x w_i(0)|,
-    w_i . w_i(0)), where in d dimensions |a x b| = |a - (a . b^) b^| |b|. Tiger moves each row by exactly
-    lr_t |w_i| (row by row; plus its decay), which turns it by at most ~lr_t radians: under Tiger the turn is at most
-    the sum of lr_t, whatever the row's size. LAMB bounds only the whole tensor's step (lr_t |E|), so one row can move
-    or turn by more. AdamW moves each entry by ~lr: a row of rms sigma by up to ~lr / sigma.
-    (A turn alone does not lower the row's own logit: see self_logit.)"""
-    E, E0 = E.detach().double(), E0.detach().double()
-    u0 = E0 / E0.norm(dim=1, keepdim=True)
-    perp = (E - (E * u0).sum(1, keepdim=True) * u0).norm(dim=1)  # the part of w_i off w_i(0)'s direction
-    return torch.atan2(perp * E0.norm(dim=1), (E * E0).sum(1)).mean().item()
-
-
-@torch.no_grad()
-def self_logit(model, windows, autocast=nullcontext()):
-    """Over every position t of the (windows, T + 1) token batches, the logit the model gives to REPEATING the input
-    token minus its mean logit, z_t[x_t] - mean_k z_t[k]. With the branches near zero the final norm sees w_i itself,
-    and the tied head scores the input token z_ii = LN(w_i) . w_i ~ g d std(w_i) ~ d sigma above the rest (lesson 02:
-    ln n for logn, d x 0.02 = 15.4 at sigma = 0.02), whatever direction w_i points in; a rotation after the norm
-    (ortho, the control) starts it near 0."""
-    was_training, total, count = model.training, 0.0, 0
-    model.eval()
-    for xy in windows:
-        x = xy[:, :-1]
-        with autocast:
-            z = model.logits(model.hidden(x)).float()  # (windows, T, n)
-        total += (z.gather(-1, x.unsqueeze(-1)).squeeze(-1) - z.mean(-1)).sum().item()
-        count += x.numel()
-    model.train(was_training)
-    return total / count
-
-
-@torch.no_grad()
-def branch_ratio(model, windows, autocast=nullcontext()):
-    """How much the residual branches add to the stream the final norm sees, against the embedding they add to:
-    rms(x_L - x_0) / rms(x_0) over every position of the windows, x_0 the input to the first block (w_i, plus a
-    learned position) and x_L the final norm's input. Near 0 the fresh model is lesson 02's 2-gram model; above 1
-    the branches dominate what the head sees. Unlike resid_rms (the branches' weights), it sees a coherent change of
-    tiny weights, which can make a large output."""
-    seen = {}
-    hook = model.transformer.ln_f.register_forward_pre_hook(lambda m, args: seen.update(x=args[0].float()))
-    was_training, added, base = model.training, 0.0, 0.0
-    model.eval()
-    try:
-        for xy in windows:
-            x = xy[:, :-1]
-            with autocast:
-                model.hidden(x)
-                x0 = model.transformer.wte(x)
-                if "wpe" in model.transformer:
-                    x0 = x0 + model.transformer.wpe(torch.arange(x.size(1), device=x.device))
-            added += (seen["x"] - x0.float()).pow(2).sum().item()
-            base += x0.float().pow(2).sum().item()
-    finally:
-        hook.remove()
-        model.train(was_training)
-    return math.sqrt(added / base)
-
-
-@torch.no_grad()
-def head_scale(model):
-    """The head's d x d matrix P after the final norm (ortho's proj, bert's dense), if it has one: its operator norm
-    |P|_2 (the largest factor by which P stretches h), and the tied logit scale including it, g d rms(E) |P|_2 (g the
-    final norm's mean gain). A relative step bounds P's Frobenius norm, not |P|_2: a consistent low-rank gradient can
-    grow |P|_2 many times faster. {} for heads without a matrix (their logit scale is g d rms(E))."""
-    P = getattr(model.head, "proj", None) or getattr(model.head, "dense", None)
-    if P is None:
-        return {}
-    op = torch.linalg.matrix_norm(P.weight.detach().float(), ord=2).item()
-    E, g = model.transformer.wte.weight.detach().float(), model.transformer.ln_f.weight.detach().float().mean().item()
-    return dict(head_opnorm=op, logit_scale=g * E.size(1) * E.pow(2).mean().sqrt().item() * op)
-
-
-def row_stats(run):
-    """With log_rows: emb_turn of E from its init, and self_logit and branch_ratio over ROW_WINDOWS fixed val windows
-    (measured, like emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by what; for
-    heads with a matrix after the norm, its operator norm and the logit scale with it (head_scale)."""
-    windows = lambda: split_windows(run.val_data, run.c.block_size, run.device, run.lut, subset=ROW_WINDOWS)
-    return dict(emb_turn=emb_turn(run.model.transformer.wte.weight, run.emb0),
-                self_logit=self_logit(run.model, windows(), run.autocast),
-                branch_ratio=branch_ratio(run.model, windows(), run.autocast), **head_scale(run.model))
-
-
 def catch_stop_signals():
     """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
     checkpoint and stops. Returns (that list, the previous handlers for restore_signals)."""
@@ -801,26 +667,27 @@ def _append(history, row, path):
             f.write(json.dumps(row) + "\n")
 
 
-def train(c, progress=True, log=print):
+def train(c, progress=True, log=print, probes=()):
     """Train per Config c and return the history: a list of dicts, one per logged step, with step, tokens, train_loss
     (mean since the last row), lr, grad_norm, emb_grad_norm, emb_rms, resid_rms (see branch_rms), lnf_gain (the final
-    norm's mean gain), with log_rows emb_turn, self_logit, branch_ratio (row_stats), time, at evaluations val_loss and
-    eval_train_loss (means over fixed batches), and with dense_val_until val_subset_loss. Raises Diverged (a
+    norm's mean gain), with log_rows emb_turn, self_logit, branch_ratio (probes.row_probe), the fields of each of
+    `probes` (callables (model, step) -> dict), time, at evaluations val_loss and eval_train_loss (means over fixed
+    batches), and with dense_val_until val_subset_loss. Raises Diverged (a
     TrainingError, with the history so far) on divergence, TrainingError on a bad checkpoint or a busy out_dir,
     ValueError on impossible settings. The out_dir is locked for the run's life (see claim_out_dir), from the moment
     the data and settings have passed their checks."""
     held = []  # the out_dir's lock, once setup has claimed it
     try:
-        return _train(c, progress, log, held)
+        return _train(c, progress, log, held, probes)
     finally:
         for lock in held:
             release_out_dir(lock)
 
 
-def _train(c, progress, log, held):
+def _train(c, progress, log, held, probes):
     """The loop. Row `step` of the history describes the weights after `step` updates: their eval losses, and the
     training loss and gradient computed with them in iteration `step`."""
-    run, where = setup(c, log, held)
+    run, where = setup(c, log, held, probes)
     c, log = run.c, log if run.master else (lambda *a, **k: None)
     step, tokens_seen, history = where["step"], where["tokens"], where["history"]
     start_step, tokens_per_step = step, c.batch_size * c.block_size
@@ -880,8 +747,8 @@ def _train(c, progress, log, held):
                 now = time.time()
                 row.update(step=step, tokens=tokens_seen, train_loss=(loss_sum / n_summed).item(), lr=lr,
                            grad_norm=None if grad_norm is None else grad_norm.item(),
-                           emb_grad_norm=emb_grad_norm.item(), **weight_stats(run.model),
-                           **(row_stats(run) if run.emb0 is not None else {}),
+                           emb_grad_norm=emb_grad_norm.item(),
+                           **{k: v for probe in run.probes for k, v in probe(run.model, step).items()},
                            tokens_per_s=(step + 1 - step_last) * tokens_per_step / max(now - t_last, 1e-9), time=now - t0)
                 show_progress(bar, plain, log, run, row)
                 loss_sum.zero_()

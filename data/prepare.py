@@ -246,6 +246,25 @@ def load_split(dataset, split):
     return np.memmap(os.path.join(dataset_dir(dataset), f"{split}.bin"), dtype=np.uint16, mode="r")
 
 
+def subset_windows(n_win, subset):
+    """The indices of the `subset` windows (of n_win) that a dense evaluation scores: evenly spaced, the same K at
+    every call (all of them if subset is None or >= n_win)."""
+    if subset and subset < n_win:
+        return np.unique(np.linspace(0, n_win - 1, subset).round().astype(np.int64))
+    return np.arange(n_win)
+
+
+def split_windows(data, block_size, lut=None, windows_per_batch=64, subset=None):
+    """Every non-overlapping block_size window of `data` (plus its next-token targets), as (windows, T + 1) int64
+    arrays of token ids: what train.full_split_loss scores. The < block_size tokens past the last whole window are
+    left out. `lut` renumbers ids (vocab='corpus'). subset=K keeps K of the windows, evenly spaced over the split (all
+    of them if K >= their number): the same K at every call."""
+    starts = subset_windows((len(data) - 1) // block_size, subset) * block_size
+    for i in range(0, len(starts), windows_per_batch):
+        xy = np.stack([data[j:j + block_size + 1] for j in starts[i:i + windows_per_batch]]).astype(np.int64)
+        yield xy if lut is None else lut[xy]
+
+
 def main(argv):
     opts = dict(dataset="shakespeare", input=None, val_fraction="0.1")
     for arg in argv:

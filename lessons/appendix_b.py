@@ -13,6 +13,7 @@ import torch
 
 import optim
 from claims import CORE_FIXES, FRAGILE_EDGE, all_claims, claim_slowest, control_verdict, fragile_lines
+from data.prepare import subset_windows
 from plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
 from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, measurement_noise, paired,
                      stack, start, val_curve)
@@ -289,7 +290,6 @@ def measurement_error(by_arm, windows, subset, block=8):
     every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
     errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
     subset, n), or None when no such pair has window losses."""
-    from train import subset_windows
     idx = subset_windows(windows, subset)
 
     def se(ra, rb, keep=None):
@@ -311,7 +311,7 @@ def precision_lines(name, by_arm, windows, subset, block=8):
     runs kept per-window val losses (val_windows_last, the final model's), the standard error of the difference, the
     larger of the per-window one and the one over blocks of `block` adjacent windows (neighbours are correlated; lesson
     04 takes the same max); on the whole split (`windows` W) and on the dense subset's own windows
-    (train.subset_windows, `subset` K); the median over pairs and seeds. Seed: the sd over seeds of the same pairs'
+    (data.prepare.subset_windows, `subset` K); the median over pairs and seeds. Seed: the sd over seeds of the same pairs'
     differences on 'early' (whole split) and 'start' (subset), pooled, with its degrees of freedom. "small" when the
     error is at most half that sd: a threshold chosen with this check, after Tiger's seeds 1-2. Descriptive. The
     errors are the final model's; in the first half, where the gaps are large, they may be larger."""

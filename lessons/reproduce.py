@@ -61,9 +61,10 @@ if __name__ == "__main__":  # run as a script: train.py and tiedgpt.py sit in th
 import torch  # noqa: E402
 
 from plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
+from probes import window_losses  # noqa: E402
 from records import committed_path, file_name, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
-from train import Diverged, TrainingError, evaluations_at, load_data, train, window_losses  # noqa: E402
+from train import Diverged, TrainingError, evaluations_at, load_data, train  # noqa: E402
 
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
         "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio", "head_opnorm",
@@ -143,7 +144,7 @@ def _ckpt_step(folder):
 
 
 def final_window_losses(folder, config, val_data, lut):
-    """The loss of every whole-split val window (train.window_losses) under the model in folder/ckpt.pt, which
+    """The loss of every whole-split val window (probes.window_losses) under the model in folder/ckpt.pt, which
     at the end of a run is the final model. Lesson 04 reads the measurement noise of a val loss off them."""
     state = torch.load(os.path.join(folder, "ckpt.pt"), map_location="cpu", weights_only=True)  # data, not code
     model = GPT(config.model_config())

@@ -215,7 +215,7 @@ def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp
 # --- log_rows: how far E's rows turn, and how much of the 2-gram self-logit is left (lesson 05, section 10) ---
 
 def test_emb_turn_is_the_mean_angle_of_each_row_from_its_init():
-    from train import emb_turn
+    from probes import emb_turn
     E0 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [3.0, 0.0, 0.0]])
     E = torch.tensor([[0.0, 5.0, 0.0], [0.0, 0.1, 0.0], [1.0, 1.0, 0.0]])  # turned 90 degrees; shrunk only; 45 degrees
     assert emb_turn(E, E0) == pytest.approx((math.pi / 2 + 0 + math.pi / 4) / 3)
@@ -226,7 +226,7 @@ def test_the_self_logit_of_a_fresh_model_is_lesson_02s_2_gram_score():
     """The fresh tied model scores its input token ~ d sigma above the mean (here 64 x 0.1 = 6.4); logn ~ ln n;
     ortho's rotation after the norm leaves no self-logit."""
     from tiedgpt import GPT, GPTConfig
-    from train import self_logit
+    from probes import self_logit
     torch.manual_seed(0)
     x = torch.randint(0, 500, (8, 33))
     got = {}
@@ -260,7 +260,7 @@ def test_turning_the_rows_of_a_fresh_tied_model_leaves_its_self_logit():
     and z_ii = LN(w_i) . w_i = g d std(w_i), whatever w_i's direction. Replace every row by a random one of the same
     length (each turns by ~90 degrees) and the self-logit stays ~ln n."""
     from tiedgpt import GPT, GPTConfig
-    from train import emb_turn, self_logit
+    from probes import emb_turn, self_logit
     torch.manual_seed(0)
     model = GPT(GPTConfig(head="logn", vocab_size=500, n_embd=64, n_head=2, n_layer=1, block_size=32))
     x = [torch.randint(0, 500, (8, 33))]
@@ -280,7 +280,7 @@ def test_branch_ratio_is_zero_for_the_2_gram_model_and_large_for_nanogpts_init()
     0.02, its last layer at 0.02 / sqrt(2L)) and logn's small embedding, they already dominate at step 0, as issue 20's
     pilot found."""
     from tiedgpt import GPT, GPTConfig
-    from train import branch_ratio
+    from probes import branch_ratio
     x = [torch.randint(0, 500, (4, 33))]
     ratios = {}
     for zero in (True, False):
@@ -389,7 +389,7 @@ def test_a_relative_setting_an_optimizer_does_not_have_is_refused(kw):
 
 
 def test_head_scale_gives_the_operator_norm_of_ortho_s_matrix_and_nothing_for_parameter_free_heads():
-    from train import head_scale
+    from probes import head_scale
     model = _tiny_model(head="ortho")
     hs = head_scale(model)
     assert hs["head_opnorm"] == pytest.approx(1.0, abs=1e-5)  # orthogonal at init: every singular value is 1

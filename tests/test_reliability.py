@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import train as T
+from probes import emb_turn
 
 TINY = ["--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--batch_size=4", "--eval_iters=2",
         "--dataset=pydoc_topics", "--sample_tokens=0", "--log_interval=1"]
@@ -155,7 +156,7 @@ def test_a_resumed_log_rows_run_measures_emb_turn_from_the_init_it_saved(data_di
     T.train(config(max_iters=2, out_dir=str(tmp_path), **kw), progress=False, log=quiet)
     saved = torch.load(tmp_path / "ckpt.pt", weights_only=True)
     E = saved["model"]["transformer.wte.weight"]
-    assert saved["emb0"].shape == E.shape and T.emb_turn(E, saved["emb0"]) > 0
+    assert saved["emb0"].shape == E.shape and emb_turn(E, saved["emb0"]) > 0
     resumed = T.train(config(max_iters=6, out_dir=str(tmp_path), resume=True, **kw), progress=False, log=quiet)
     whole = T.train(config(max_iters=6, out_dir="", **kw), progress=False, log=quiet)
     assert [r.get("emb_turn") for r in resumed] == [r.get("emb_turn") for r in whole]
