@@ -78,7 +78,7 @@ def fixes_vs_tied(by_arm_, stat="early", fixes=("logn",) + tuple(CORE_FIXES + EX
 def claim_no_gain_two_sided(by_arm_, fixes=["logn"] + CORE_FIXES, base="tied", stat="best"):
     """Claim 4 under its ORIGINAL rule (before amendment b): SUPPORTED only if every F is "alike" tied (two-sided);
     CONTRADICTED if some F differs from tied with its Bonferroni interval and is not alike; else INCONCLUSIVE. Shown in
-    lesson 04 so the reader sees what amendment b changed."""
+    appendix A so the reader sees what amendment b changed."""
     return claim(by_arm_, [(f, base) for f in fixes], stat, alike_verdict, names=[base] + list(fixes))
 
 
@@ -138,7 +138,7 @@ def fragility(name, claims, edge=FRAGILE_EDGE):
 
 
 def design_lines(config, n, n_train, n_val_pred, runs):
-    """Lesson 04's setting in numbers, read off a run's Config and the data: what comes from the post, and what makes it
+    """Appendix A's setting in numbers, read off a run's Config and the data: what comes from the post, and what makes it
     a small, controlled setting rather than a pre-training run. Returns printable lines."""
     c, d, T, B = config, config.n_embd, config.block_size, config.batch_size
     tokens = c.max_iters * B * T

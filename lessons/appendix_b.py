@@ -31,11 +31,11 @@ JUDGED = ("tiger", "lamb", "tiger, sigma=d^-1/2", "lamb, sigma=d^-1/2")
 
 
 def claims(by_arm):
-    """Lesson 04's claims and control on one optimizer's setting, plus the secondary 'start' versions of claim 1 and
+    """Appendix A's claims and control on one optimizer's setting, plus the secondary 'start' versions of claim 1 and
     the control (labelled so)."""
     out = all_claims(by_arm)
     dense = any(math.isfinite(start(r)) for runs in by_arm.values() for r in runs.values())
-    if dense:  # runs made without dense evaluation (lesson 04's) have no 'start'
+    if dense:  # runs made without dense evaluation (appendix A's) have no 'start'
         out["1 logn slowest (start, secondary)"] = claim_slowest(by_arm, stat="start")
         out["control (start, secondary)"] = control_verdict(by_arm, stat="start")
     return out
@@ -128,9 +128,8 @@ def mechanism_lines(name, by_arm, ratio):
     """Section 6's reading of one setting, means over seeds: when logn's rms(E) reaches 0.02 and when its logit scale
     g d rms(E) first reaches ortho's g d rms(E) (the sigma = 0.02 head without a self-logit), each beside the earliest
     step a relative optimizer's budget allows (`ratio` = 0.02 d / ln n; steps_to_budget, logit_scale_budget); its gain g
-    and how far its branches' weights grew by the end. Reporting only. Corrected 2026-11-26 (issue 33): ortho's logit
-    scale is g d rms(E) times up to the operator norm of its trainable d x d matrix P, which these runs never logged, so
-    the comparison is with part of ortho's scale only, and the line says so."""
+    and how far its branches' weights grew by the end. Reporting only. Ortho's logit scale is g d rms(E) times up to the
+    operator norm of its trainable d x d matrix P, which these runs never logged: the line says it compares with part."""
     logn = by_arm.get("logn")
     if not logn:
         return []
@@ -169,13 +168,11 @@ def mechanism_lines(name, by_arm, ratio):
 
 
 def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
-    """P2 put logn's and the control's lag behind ortho down to their small logit scale g d rms(E). Descriptive, added
-    2026-11-25 after Tiger's seeds 1-2 (P2's own test is the pre-registered control - ortho comparison): on two windows,
-    START_STEPS with 'start' and the first half (early's steps, 0 < t <= max_iters / 2) with 'early', each arm's mean
-    logit scale beside its mean loss (means over seeds), and which of logn and the control has the larger scale and
-    which the lower loss. The scale is g d rms(E): for the control and ortho it leaves out their head's trainable d x d
-    matrix P (never logged; corrected 2026-11-26, issue 33), and the lines say so. Scale and loss are both outcomes of training: an association, not a cause. Lines saying
-    'invalid' if a run diverged; [] if an arm is missing or its runs did not log the gain."""
+    """The logit scale g d rms(E) beside the loss (prediction P2 put the lag down to the scale): on START_STEPS with
+    'start' and on the first half with 'early', each arm's mean scale and mean loss (means over seeds), and which of
+    logn and the control has the larger scale and which the lower loss. For the control and ortho the scale leaves out
+    their head's matrix P (never logged), and the lines say so. Both are outcomes of training: an association, not a
+    cause. 'invalid' lines if a run diverged; [] if an arm is missing or its runs did not log the gain."""
     if not all(by_arm.get(a) for a in arms) or \
             any(first_logged(r, "lnf_gain") is None for a in arms for r in by_arm[a].values()):
         return []
@@ -358,7 +355,7 @@ def fragile_delta(by_arm, windows, subset):
 
 
 def fragility_lines(name, verdicts, delta, names):
-    """Every verdict of `names` in one setting under the 2026-11-26 rule: FRAGILE or robust, with the smallest shift
+    """Every verdict of `names` in one setting under the one fragility rule: FRAGILE or robust, with the smallest shift
     of its comparisons that changes it (fragile_lines) against the statistic's delta."""
     out = []
     for claim in names:
@@ -456,10 +453,10 @@ def turn_lines(by_opt):
 
 
 def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
-    """Described after the runs (added 2026-11-25 once they were in; no expectation rests on it): per optimizer, logn's
-    emb_turn, rms(E) against step 0's, self_logit, and its self_logit above the control's at the same step. The control
-    has no self-logit to unlearn, so its self_logit (which rises for every arm as the model learns which tokens are
-    frequent: the input token usually is one) is the baseline the excess is read against."""
+    """Descriptive (no expectation rests on it): per optimizer, logn's emb_turn, rms(E) against step 0's, self_logit,
+    and its self_logit above the control's at the same step. The control has no self-logit to unlearn, so its
+    self_logit (which rises for every arm as the model learns which tokens are frequent: the input token usually is
+    one) is the baseline the excess is read against."""
     out = []
     for opt, by in by_opt.items():
         if not ("logn" in by and "control" in by):
@@ -503,8 +500,7 @@ def branch_expectations(branches, turn):
 
 def branch_lines(branches, turn):
     """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, and the
-    logged steps where the ratio first exceeds 1 and where it is largest (those two added after the runs were in,
-    2026-11-26: described, no expectation rests on them)."""
+    logged steps where the ratio first exceeds 1 and where it is largest (descriptive: no expectation rests on them)."""
     lines = [f"{n} {EXPECTED[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
     for o, by in branches.items():
         b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
@@ -545,7 +541,7 @@ def branch_weight_lines(branches):
 
 
 def configuration_lines(runs):
-    """What differs between the optimizers besides the step's relativity (issue 33): per main group, the lr, the weight
+    """What differs between the optimizers besides the step's relativity: per main group, the lr, the weight
     decay and how it is applied, the betas and eps (optim.py's reference constants for Tiger and LAMB, the run's Config
     for AdamW), and the gradient clipping that runs before every step, with the raw gradient norm logged before it
     (train.py logs clip_grad_norm_'s return value): median over the group's logged steps, and the lowest."""

@@ -172,7 +172,7 @@ def synthetic_runs(effects, seeds, seed_sd=0.03, run_sd=0.01, steps=range(0, 120
 
 def verdict_rates(effects, seeds, draws, rng, **kw):
     """The claims' verdicts over `draws` synthetic experiments (synthetic_runs with the planted `effects`): {claim:
-    [verdict, ...]}. rate(words, word) is the share of one verdict. Lessons 04 and 05 show the rules' error rates."""
+    [verdict, ...]}. rate(words, word) is the share of one verdict. Appendix A shows the rules' error rates."""
     out = {}
     for _ in range(draws):
         for name, v in all_claims(by_arm(synthetic_runs(effects, seeds, rng=rng, **kw))).items():
@@ -327,8 +327,8 @@ def explain_control(control):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Fragility: the smallest shift of a verdict's comparisons that changes it (preregistrations/appendix_a.md: the rule
-# of 2026-11-26, written after the data and applied to every verdict; appendix A's older check is appendix_a.fragility)
+# Fragility: the smallest shift of a verdict's comparisons that changes it, for every verdict (the control's included).
+# A comparison shifts as a whole (every seed's difference by the same amount); each may shift by its own amount.
 
 _BARS = (0.0, MARGIN, -MARGIN)  # every threshold a rule reads an interval end against
 _ENDS = (("ci95", "95%"), ("ci90", "90%"), ("ci_bonferroni", "Bonferroni"))
@@ -408,7 +408,7 @@ def verdict_flip(name, claim, radius=None):
 
 
 def fragile_lines(name, claim, delta):
-    """The rule of 2026-11-26 applied to one verdict: FRAGILE when a shift of at most `delta` nats in the comparisons
+    """The fragility rule applied to one verdict: FRAGILE when a shift of at most `delta` nats in the comparisons
     it reads changes it (verdict_flip), else robust; either way the smallest shift that would. One line, or None for
     a PENDING verdict."""
     if claim["verdict"] == "PENDING":

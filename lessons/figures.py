@@ -1,5 +1,5 @@
 """
-The figures of lessons 04 and 05: loss curves per arm, paired gaps between arms, sizes of weights over training.
+The figures of lesson 04 and the appendices: loss curves per arm, paired gaps between arms, sizes of weights.
 Plotting only: every number drawn comes from records.py (stack, gap_curve, curve), read through its one
 reader of a run.
 Each function draws on axes it is given and labels everything it draws (axes, units, what a band is).
@@ -25,7 +25,7 @@ def curves(ax_val, ax_train, by, title, train_until=300, early_key="train_loss")
     first loss, lessons 02-03), line = mean over seeds, band = min-max over seeds. ax_train: the training loss (logged
     every 10 steps, the mean since the last log) over the first `train_until` steps on a log axis, mean over seeds: where
     the tied head's high start and the first fast drop are, which the evaluations every 100 steps don't see.
-    early_key='val_subset_loss' draws the dense val-subset loss there instead (lesson 05's runs log it)."""
+    early_key='val_subset_loss' draws the dense val-subset loss there instead (appendix B's runs log it)."""
     for a in _arms(by):
         runs, col, ls = by[a], COLORS.get(a, "gray"), STYLES.get(a, "-")
         s, _, v = stack(runs)
@@ -86,7 +86,7 @@ OPT_STYLES = {"adamw": "-", "tiger": "--", "lamb": ":"}
 
 
 def turns(ax_turn, ax_self, by_opt, bound=None):
-    """Lesson 05 section 10 (one seed): emb_turn, the mean angle of E's rows from their init, and self_logit, the logit
+    """Appendix B section 10 (one seed): emb_turn, the mean angle of E's rows from their init, and self_logit, the logit
     for repeating the input token above the mean, over the first 200 steps; colour = arm, line style = optimizer.
     bound: {step: sum of lr_t}, Tiger's bound on emb_turn, drawn in grey."""
     for opt, by in by_opt.items():
@@ -105,7 +105,7 @@ def turns(ax_turn, ax_self, by_opt, bound=None):
 
 
 def branches(ax, by_opt):
-    """Lesson 05 section 10: logn's branch_ratio (what the residual branches add to the final norm's input, against the
+    """Appendix B section 10: logn's branch_ratio (what the residual branches add to the final norm's input, against the
     embedding) per optimizer, one seed, on a log axis with the level 1 where the branches start to dominate."""
     for opt, by in by_opt.items():
         ax.plot(*curve(by["logn"], "branch_ratio"), color=COLORS["logn"], ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"logn, {opt}")

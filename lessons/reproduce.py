@@ -2,43 +2,25 @@
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
     python lessons/reproduce.py --help  # the plans: what each does, how many runs, how long the committed ones took
-    python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: a CHECK, not a demonstration of the finding:
-                                        # re-makes the 24 committed live-scale runs into a fresh folder
-                                        # (out/reproduce/live) and compares each final val loss with the committed
-                                        # one, after checking that it trains on the corpus they were made on
-    python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
-                                        # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min with two
-                                        # workers on 2 idle cores; lesson 04 prints the measured median)
-    python lessons/reproduce.py optim   # lesson 05's campaign: d768 under AdamW, Tiger and LAMB (its plan and rules
-                                        # are in lessons/preregistrations/appendix_b.md; ~65 runs, days on 2 cores)
-    python lessons/reproduce.py turn    # lesson 05 section 10: 12 runs of its first 200 steps with log_rows
-                                        # (~6 min each with two workers)
-    python lessons/reproduce.py cause   # why the optimizer decides (issue 33): controls that change one thing each,
-                                        # 400 steps of the optim schedule (plan and rules: lessons/cause.py;
-                                        # ~60 runs of ~10 min, and 8 sweep runs of ~27 min, two workers)
+    python lessons/reproduce.py live    # ~6 min on 2 cores: a CHECK, not the finding: re-makes the 24 committed
+                                        # live-scale runs into out/reproduce/live and compares each final val loss
+    python lessons/reproduce.py d768    # appendix A: 42 runs of ~25 min (two workers on 2 idle cores)
+    python lessons/reproduce.py optim   # appendix B: ~65 runs under AdamW, Tiger and LAMB; days on 2 cores
+    python lessons/reproduce.py turn    # appendix B section 10: 12 runs of its first 200 steps
+    python lessons/reproduce.py cause   # appendix B section 11: ~60 runs of 400 steps and 8 sweep runs
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
-Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds
-runs (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run
-a subset (a name the plan lacks is refused with the list of those it has), --ckpt_dir=DIR to checkpoint runs in
-progress. Each finished run is one JSON file in the folder,
-written atomically; a restarted script skips the runs already there, so an interrupt loses at most the run in
-progress. With --ckpt_dir it loses at most the steps since that run's last evaluation: each run in progress
-keeps train.py's checkpoint (model, optimizer, RNG states; written at every evaluation and on Ctrl-C) in
-DIR/<run>/, a restarted worker continues it bit for bit (train.py's resume, tested), and the folder is removed
-once the run's JSON is written. A d768 checkpoint is ~0.3 GB per run in progress.
+Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds runs
+(without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run a subset (a
+name the plan lacks is refused with the list it has), --ckpt_dir=DIR to checkpoint runs in progress. Each finished run
+is one JSON file, written atomically, and a restarted worker skips the runs already there; with --ckpt_dir a run in
+progress keeps train.py's checkpoint (~0.3 GB at d768, written at every evaluation and on Ctrl-C) in DIR/<run>/ and a
+restarted worker continues it bit for bit. Two workers may share a folder (each run is claimed with an flock on
+`.<run>.lock`): on a 2-core CPU, `OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --resume=true ... &` twice.
 
-Two workers may share a folder: each run is claimed with an flock on `.<run>.lock` (released when its process
-dies), so on a 2-core CPU `OMP_NUM_THREADS=1` twice side by side is the fastest way through a plan:
-
-    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true \
-        --ckpt_dir=out/reproduce/ckpt &
-    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true \
-        --ckpt_dir=out/reproduce/ckpt &
-
-The plans (which runs, with which settings, and their seeds) are in lessons/plans.py; a run's record is read and
-written by lessons/records.py; the statistics, written before the data, are in lessons/preregistrations/.
+The plans (which runs, with which settings and seeds) are in lessons/plans.py; a run's record is read and written by
+lessons/records.py; the rules, written before the data, are in lessons/preregistrations/.
 """
 
 import dataclasses
@@ -145,7 +127,7 @@ def _ckpt_step(folder):
 
 def final_window_losses(folder, config, val_data, lut):
     """The loss of every whole-split val window (probes.window_losses) under the model in folder/ckpt.pt, which
-    at the end of a run is the final model. Lesson 04 reads the measurement noise of a val loss off them."""
+    at the end of a run is the final model. Appendix A reads the measurement noise of a val loss off them."""
     state = torch.load(os.path.join(folder, "ckpt.pt"), map_location="cpu", weights_only=True)  # data, not code
     model = GPT(config.model_config())
     model.load_state_dict(state["model"])
