@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from claims import control_verdict, lags, shown_not_to_lag
+from claims import control_verdict, two_way
 from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, plan, twin_lrs
 from records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
 from stats import compare
@@ -103,14 +103,10 @@ def verdict_b(cs, opt, picked_lr, stat=PRIMARY):
     words = [r["word"] for r in rows.values()]
     if "O" not in rows or any(w == "pending" or w.startswith("invalid") for w in words):
         verdict = "PENDING"
-    elif shown_not_to_lag(rows["M"]) and shown_not_to_lag(rows["O"]):
-        verdict = "relativity decides"
-    elif lags(rows["M"]) and lags(rows["O"]):
-        verdict = "relativity is not needed"
-    elif (lags(rows["M"]) and shown_not_to_lag(rows["O"])) or (shown_not_to_lag(rows["M"]) and lags(rows["O"])):
-        verdict = "depends on the lr"
     else:
-        verdict = "undecided"
+        verdict = two_way(rows["M"], rows["O"], {("not", "not"): "relativity decides",
+                                                 ("lags", "lags"): "relativity is not needed",
+                                                 ("lags", "not"): "depends on the lr", ("not", "lags"): "depends on the lr"})
     return dict(verdict=verdict, optimizer=opt, stat=stat, picked_lr=picked_lr, rows=rows, removed=removed,
                 self_logit=selfl)
 
@@ -132,16 +128,9 @@ def verdict_c(cs, stat=PRIMARY):
     total = compare(g["all"] - g["none"])
     if any(r["word"] == "pending" or r["word"].startswith("invalid") for r in (E, B)):
         verdict = "PENDING"
-    elif lags(E) and lags(B):
-        verdict = "both"
-    elif lags(E) and shown_not_to_lag(B):
-        verdict = "the embedding's relativity carries the lag"
-    elif lags(B) and shown_not_to_lag(E):
-        verdict = "the body's relativity carries the lag"
-    elif shown_not_to_lag(E) and shown_not_to_lag(B):
-        verdict = "neither"
     else:
-        verdict = "undecided"
+        verdict = two_way(E, B, {("lags", "lags"): "both", ("lags", "not"): "the embedding's relativity carries the lag",
+                                 ("not", "lags"): "the body's relativity carries the lag", ("not", "not"): "neither"})
     return dict(verdict=verdict, stat=stat, seeds=seeds, E=E, B=B, I=I, total=total,
                 gaps={cell: g[cell].tolist() for cell in g})
 

@@ -114,18 +114,20 @@ def shown_not_to_lag(r):
     return r["ci90"] is not None and r["ci90"][1] < MARGIN
 
 
+def two_way(r1, r2, words, otherwise="undecided"):
+    """The verdict two comparisons give together. Each is in one state: 'lags' (the word "A higher"), 'not' (shown not
+    to lag), or neither (None); `words` maps the pair of states to a verdict, any other pair gives `otherwise`."""
+    def state(r):
+        return "lags" if lags(r) else "not" if shown_not_to_lag(r) else None
+    return words.get((state(r1), state(r2)), otherwise)
+
+
 def control_word(lc, co, lo):
     """The control's verdict from its decided comparisons logn - control, control - ortho and logn - ortho. A cause is
     named only when logn is shown slow, and only from comparisons shown either way."""
     if not lags(lo):
         return "logn not slow"
-    if lags(lc) and lags(co):
-        return "both"
-    if lags(lc) and shown_not_to_lag(co):
-        return "self-logit"
-    if lags(co) and shown_not_to_lag(lc):
-        return "small sigma"
-    return "undecided"
+    return two_way(lc, co, {("lags", "lags"): "both", ("lags", "not"): "self-logit", ("not", "lags"): "small sigma"})
 
 
 def all_claims(by_arm_, extra=EXTRA_FIXES):

@@ -20,9 +20,9 @@ import records
 from stats import MARGIN
 from train import Config, load_data
 
-CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
-# bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
-# itself suggests; scale (a learned logit scale) is ours
+CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the post's comparison
+# bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the post
+# itself suggests; scale (the logits times a fixed c = ln(n) / (d sigma), tiedgpt.LogitScale) is ours
 ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
 SEEDS = [1, 2, 3]
 SCALES = ("live", "full", "gpt2", "d768", "optim", "turn", "cause")
@@ -33,7 +33,7 @@ BASE = dict(dataset="shakespeare", vocab="corpus", n_head=4, block_size=64, batc
             warmup_iters=0, weight_decay=0.1, grad_clip=1.0, eval_iters=4, log_interval=10, data_seed=0,
             out_dir="", sample_tokens=0)
 
-# The d768 scale: the seed's regime. GPT-2 small's width and head size (12 heads of 64), zero-initialised
+# The d768 scale: the post's regime. GPT-2 small's width and head size (12 heads of 64), zero-initialised
 # residual branches (tiedgpt's default), 2 layers (what a CPU affords at this width), warmup then cosine,
 # 1200 steps = 614K tokens = 2 epochs of Tiny Shakespeare's train split, validation on the WHOLE val split
 # (33.8K tokens) every 100 steps. data_seed=None: the run's seed drives the data order too.
@@ -58,6 +58,12 @@ OPTIM = dict(D768, residual_std=1e-4, dense_val_until=200, dense_val_windows=128
 OPTIM_ADAMW_LR = 1e-3  # appendix A's
 OPTIM_CHECK_LR = dict(adamw=1e-3, tiger=1e-2, lamb=1e-2)
 TURN_LR = 3e-3  # the lr sweep S chose for Tiger and for LAMB (appendix B section 2 prints it from the sweep's runs)
+
+def arms(base, group, names, seeds, **kw):
+    """The runs of arms `names` x `seeds` in one group: the scale's `base` settings, the group's `kw`, then the arm's own
+    (its head, and the control's sigma ln(n)/d, win over the group's)."""
+    return [(group, a, {**base, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]
+
 
 # Appendix B's check B and sweep S (lessons/preregistrations/appendix_b.md): the two decisions its plan takes from its
 # own first runs.
@@ -139,13 +145,10 @@ def plan_optim(runs=()):
     """The optim scale's plan as far as its decisions allow: check B first; once it is done, sweep S (in its dtype);
     once an optimizer's lr is chosen, that optimizer's runs. Re-planned by the workers after every run."""
 
-    def arms(group, names, seeds, **kw):
-        return [(group, a, {**OPTIM, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]  # the arm's sigma wins
-
     out = []
     for opt, lr in OPTIM_CHECK_LR.items():
         for dtype in ("float32", "bfloat16"):
-            out += arms(f"check {opt} {dtype}", ["tied", "logn"], [1], emb_std=0.02, optimizer=opt, lr=lr,
+            out += arms(OPTIM, f"check {opt} {dtype}", ["tied", "logn"], [1], emb_std=0.02, optimizer=opt, lr=lr,
                         dtype=dtype, max_iters=300)
     dec = optim_decisions(runs)
     dtype = dec["dtype"]
@@ -154,19 +157,19 @@ def plan_optim(runs=()):
     for opt in RELATIVE:
         done = [r["config"]["lr"] for r in runs if r["group"].startswith(f"sweep {opt} ")]
         for lr in sorted(set(done) | set(dec["sweep_next"][opt])):
-            out += arms(f"sweep {opt} lr={lr:g}", ["tied"], [SWEEP_SEED], emb_std=0.02, optimizer=opt, lr=lr,
+            out += arms(OPTIM, f"sweep {opt} lr={lr:g}", ["tied"], [SWEEP_SEED], emb_std=0.02, optimizer=opt, lr=lr,
                         dtype=dtype)
     six, three = ["logn", "control", "ortho"], ["tied", "shuffle", "untied"]
     full = dtype == "bfloat16"  # fp32 (check B failed) costs ~2.7x: seeds 4-5 and sigma = d^-1/2 are cut
     main = {opt: dict(optimizer=opt, lr=dec["lr"][opt], dtype=dtype) for opt in RELATIVE if dec["lr"][opt]}
     for opt, kw in main.items():
-        out += arms(opt, six + three, [1, 2, 3], emb_std=0.02, **kw)
-    out += arms("adamw", six, [1, 2, 3], emb_std=0.02, optimizer="adamw", lr=OPTIM_ADAMW_LR, dtype=dtype)
+        out += arms(OPTIM, opt, six + three, [1, 2, 3], emb_std=0.02, **kw)
+    out += arms(OPTIM, "adamw", six, [1, 2, 3], emb_std=0.02, optimizer="adamw", lr=OPTIM_ADAMW_LR, dtype=dtype)
     if full:
         for opt, kw in main.items():
-            out += arms(opt, six, [4, 5], emb_std=0.02, **kw)
+            out += arms(OPTIM, opt, six, [4, 5], emb_std=0.02, **kw)
         for opt, kw in main.items():
-            out += arms(f"{opt} d^-1/2", ["ortho", "tied", "untied", "shuffle"], [1, 2, 3], emb_std=None, **kw)
+            out += arms(OPTIM, f"{opt} d^-1/2", ["ortho", "tied", "untied", "shuffle"], [1, 2, 3], emb_std=None, **kw)
     return out
 
 
@@ -178,18 +181,15 @@ def plan_cause(runs=()):
     base = {**OPTIM, "emb_std": 0.02, "dtype": "float32", "max_iters": CAUSE_STEPS, "lr_decay_iters": OPTIM["max_iters"],
             "log_rows": True}
 
-    def arms(group, names, seeds, **kw):
-        return [(group, a, {**base, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]  # the arm's sigma wins
-
     lr = TURN_LR
-    out = arms("ref tiger", ["ortho"], [1], optimizer="tiger", lr=lr)  # a re-make of committed steps: check R
-    out += arms("a tiger", ["shuffle_logn"], CAUSE_SEEDS, optimizer="tiger", lr=lr)
-    out += arms("a lamb", ["shuffle_logn"], CAUSE_SEEDS, optimizer="lamb", lr=lr)
-    out += arms(f"b tiger-twin lr={lr:g}", B_ARMS, CAUSE_SEEDS, optimizer="tiger", relative="none", lr=lr)
+    out = arms(base, "ref tiger", ["ortho"], [1], optimizer="tiger", lr=lr)  # a re-make of committed steps: check R
+    out += arms(base, "a tiger", ["shuffle_logn"], CAUSE_SEEDS, optimizer="tiger", lr=lr)
+    out += arms(base, "a lamb", ["shuffle_logn"], CAUSE_SEEDS, optimizer="lamb", lr=lr)
+    out += arms(base, f"b tiger-twin lr={lr:g}", B_ARMS, CAUSE_SEEDS, optimizer="tiger", relative="none", lr=lr)
     for rel in ("embedding", "body"):
-        out += arms(f"c tiger {rel}-only lr={lr:g}", C_ARMS, CAUSE_SEEDS, optimizer="tiger", relative=rel, lr=lr)
-    out += arms(f"b lamb-twin lr={lr:g}", B_ARMS, CAUSE_SEEDS, optimizer="lamb", relative="none", lr=lr)
-    out += arms("ref lamb", ["ortho"], [1], optimizer="lamb", lr=lr)
+        out += arms(base, f"c tiger {rel}-only lr={lr:g}", C_ARMS, CAUSE_SEEDS, optimizer="tiger", relative=rel, lr=lr)
+    out += arms(base, f"b lamb-twin lr={lr:g}", B_ARMS, CAUSE_SEEDS, optimizer="lamb", relative="none", lr=lr)
+    out += arms(base, "ref lamb", ["ortho"], [1], optimizer="lamb", lr=lr)
     picks = twin_lrs(runs)
     for opt in ("tiger", "lamb"):
         done = [r["config"]["lr"] for r in runs if r["group"].startswith(f"sweep {opt}-twin ")]
@@ -199,7 +199,7 @@ def plan_cause(runs=()):
                      "lr_decay_iters": None})]
     for opt in ("tiger", "lamb"):
         if picks[opt]["lr"] is not None and picks[opt]["lr"] != lr:
-            out += arms(f"b {opt}-twin lr={picks[opt]['lr']:g}", B_ARMS_PICKED, CAUSE_SEEDS, optimizer=opt,
+            out += arms(base, f"b {opt}-twin lr={picks[opt]['lr']:g}", B_ARMS_PICKED, CAUSE_SEEDS, optimizer=opt,
                         relative="none", lr=picks[opt]["lr"])
     return out
 
@@ -237,19 +237,17 @@ def plan(scale, runs=()):
         main = dict(BASE, n_layer=2, n_embd=768, emb_std=0.02, max_iters=300, eval_interval=25)
         return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
     if scale == "d768":
-        def arms(group, names, seeds, **kw):
-            # the arm's own init (control's ln(n)/d) wins over the group's
-            return [(group, a, dict(D768, **kw, **ARMS[a], seed=s)) for s in seeds for a in names]
         # logn and the control have sigma = ln(n)/d whatever the other heads use: one set of runs serves both
         # settings. 1. The primary comparison, seed by seed: logn, the control, and ortho at GPT-2's sigma.
         runs = []
         for s in [1, 2, 3, 4, 5]:
-            runs += arms("sigma=ln(n)/d", ["logn", "control"], [s]) + arms("sigma=0.02", ["ortho"], [s], emb_std=0.02)
-        # 2. the rest of the seed's heads at sigma = 0.02, 3 seeds (bert/channel: claim 2 with and without them)
-        runs += arms("sigma=0.02", ["tied", "untied", "shuffle"], SEEDS, emb_std=0.02)
-        runs += arms("sigma=0.02", ["bert", "channel"], SEEDS, emb_std=0.02)
-        # 3. the seed's other common init, sigma = d^-1/2 (d sigma = 27.7), 3 seeds
-        return runs + arms("sigma=d^-1/2", ["ortho", "tied", "untied", "shuffle"], SEEDS)
+            runs += arms(D768, "sigma=ln(n)/d", ["logn", "control"], [s])
+            runs += arms(D768, "sigma=0.02", ["ortho"], [s], emb_std=0.02)
+        # 2. the rest of the post's heads at sigma = 0.02, 3 seeds (bert/channel: claim 2 with and without them)
+        runs += arms(D768, "sigma=0.02", ["tied", "untied", "shuffle"], SEEDS, emb_std=0.02)
+        runs += arms(D768, "sigma=0.02", ["bert", "channel"], SEEDS, emb_std=0.02)
+        # 3. the post's other common init, sigma = d^-1/2 (d sigma = 27.7), 3 seeds
+        return runs + arms(D768, "sigma=d^-1/2", ["ortho", "tied", "untied", "shuffle"], SEEDS)
     main = dict(BASE, n_layer=2, n_embd=256, max_iters=300, eval_interval=25)
     runs = [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
     sweeps = [("lr=3e-3", dict(lr=3e-3)), ("d=512", dict(n_embd=512)), ("warmup=100", dict(warmup_iters=100)),
