@@ -33,7 +33,8 @@ def target_rows(by_arm_, n, ref="logn"):
             st = {s: steps_to_target(r, t) for s, r in runs.items()}
             first_eval = {s: (val_curve(r)[0][1:2].tolist() or [math.inf])[0] for s, r in runs.items()}
             ok = [v for v in st.values() if math.isfinite(v)]
-            row = dict(q=q, target=t, arm=a, seeds=len(st), reached=len(ok), mean=float(np.mean(ok)) if ok else math.inf,
+            row = dict(q=q, target=t, arm=a, seeds=len(st), reached=len(ok),
+                       mean=float(np.mean(ok)) if ok else math.inf,
                        early_cross=any(st[s] < first_eval[s] for s in st))
             if ref in by_arm_ and a != ref:
                 rs = {s: steps_to_target(r, t) for s, r in by_arm_[ref].items()}
@@ -44,11 +45,12 @@ def target_rows(by_arm_, n, ref="logn"):
 
 
 def resolution(by_arm_, pairs, stat, seeds=(3, 5)):
-    """How finely the design can decide: the sd over seeds of the paired differences A - B of `stat` (stats.pooled_sd over
-    the `pairs` that have >= 2 seeds) and the half-width of the 90% interval (what "alike" must fit inside +-MARGIN)
-    it implies with each number of seeds. Returns (pooled sd, {seeds: half-width}, number of pairs used).
-    A rough estimate: with 2-3 seeds each pair's sd has 1-2 degrees of freedom, and pairs share runs."""
-    sd, _, used = pooled_sd(paired(by_arm_[a], by_arm_[b], stat) for a, b in pairs if by_arm_.get(a) and by_arm_.get(b))
+    """How finely the design can decide: the sd over seeds of the paired differences A - B of `stat`
+    (stats.pooled_sd over the `pairs` that have >= 2 seeds) and the half-width of the 90% interval (what "alike" must
+    fit inside +-MARGIN) it implies with each number of seeds. Returns (pooled sd, {seeds: half-width}, number of pairs
+    used). A rough estimate: with 2-3 seeds each pair's sd has 1-2 degrees of freedom, and pairs share runs."""
+    sd, _, used = pooled_sd(paired(by_arm_[a], by_arm_[b], stat) for a, b in pairs
+                            if by_arm_.get(a) and by_arm_.get(b))
     if not used:
         return math.nan, {}, 0
     return sd, {k: t_quantile(1 - ALPHA, k - 1) * sd / math.sqrt(k) for k in seeds}, used
@@ -138,8 +140,8 @@ def fragility(name, claims, edge=FRAGILE_EDGE):
 
 
 def design_lines(config, n, n_train, n_val_pred, runs):
-    """Appendix A's setting in numbers, read off a run's Config and the data: what comes from the post, and what makes it
-    a small, controlled setting rather than a pre-training run. Returns printable lines."""
+    """Appendix A's setting in numbers, read off a run's Config and the data: what comes from the post, and what makes
+    it a small, controlled setting rather than a pre-training run. Returns printable lines."""
     c, d, T, B = config, config.n_embd, config.block_size, config.batch_size
     tokens = c.max_iters * B * T
     out = [f"model: n = {n:,} (ln n = {math.log(n):.2f}), d = {d}, {c.n_layer} layers x {c.n_head} heads, T = {T}, "
@@ -153,7 +155,8 @@ def design_lines(config, n, n_train, n_val_pred, runs):
     if runs:
         dtypes = sorted({"float32 (dtype=auto)" if r["config"].get("dtype") == "auto" else
                          r["config"].get("dtype", "?") for r in runs})
-        gap = [last_logged(r, "val_loss") - last_logged(r, "eval_train_loss") for r in runs if last_logged(r, "eval_train_loss")]
+        gap = [last_logged(r, "val_loss") - last_logged(r, "eval_train_loss") for r in runs
+               if last_logged(r, "eval_train_loss")]
         out.append(f"runs: {', '.join(dtypes)} on a CPU, {runs[0]['threads']} thread each; at the last step val - "
                    f"train loss = {np.median(gap):.2f} nats (median over runs): the model has begun to memorise its "
                    f"{n_train:,} training tokens")
@@ -187,7 +190,8 @@ def map_rows(old):
             if row is None:
                 continue
             table[f"{scale} {g}"] = row
-            words = [row[k]["word"] if len(row["seeds"]) >= MIN_SEEDS else "exploratory (1 seed)" for k in ("early", "best")]
+            words = [row[k]["word"] if len(row["seeds"]) >= MIN_SEEDS else "exploratory (1 seed)"
+                     for k in ("early", "best")]
             gaps = [" ".join(f"{x:+.3f}" for x in row["gap"][k]) for k in ("early", "best")]
             lines.append(f"{scale + ' ' + g:22} {','.join(map(str, row['seeds'])):>7}  {gaps[0]:32} {words[0]:28} "
                          f"{gaps[1]:32} {words[1]}")

@@ -72,7 +72,8 @@ def alike_verdict(rows):
 def claim_no_gain(by_arm_, fixes=["logn"] + CORE_FIXES, base="tied", stat="best"):
     """Claim 4 (the author's reply): no fix ends better than plain tying. Rows are F - tied, read one-sided
     (no_gain_row)."""
-    return claim(by_arm_, [(f, base) for f in fixes], stat, no_gain_verdict, row=no_gain_row, names=[base] + list(fixes))
+    return claim(by_arm_, [(f, base) for f in fixes], stat, no_gain_verdict, row=no_gain_row,
+                 names=[base] + list(fixes))
 
 
 def no_gain_row(r):
@@ -283,7 +284,8 @@ def explain(name, claim):
     if v == "SUPPORTED":
         why = ("logn is significantly behind every other fix (each 95% interval above 0, none shown to lie within the "
                "margin): " if one else f"every difference lies inside +-{MARGIN} nats (90% interval): ")
-        return head + " The data agree with the post: " + why + "; ".join(_gap(r, 95 if one else 90) for r in rows) + "."
+        return head + " The data agree with the post: " + why + "; ".join(_gap(r, 95 if one else 90)
+                                                                          for r in rows) + "."
     if v == "CONTRADICTED":
         if one:
             parts = [(_gap(r, 90) + " (alike: not slower)") if r["alike"] else (_decided(r) + " (logn ahead)")
@@ -424,6 +426,6 @@ def fragile_lines(name, claim, delta):
     how = "; ".join(f"{r['a']} - {r['b']} by {s:+.4f} ({c[0][0]} end {c[0][1]:+.4f} past {c[0][2]:+g})"
                     for r, s, c in f["moves"])
     word = "FRAGILE" if f["distance"] <= delta else "robust"
-    return f"{word}: {claim['verdict']} -> {f['to']} with a shift of {f['distance']:.4f} {'<=' if word == 'FRAGILE' else '>'} " \
-           f"{delta:.4f}: {how}"
+    return (f"{word}: {claim['verdict']} -> {f['to']} with a shift of {f['distance']:.4f} "
+            f"{'<=' if word == 'FRAGILE' else '>'} {delta:.4f}: {how}")
 

@@ -59,9 +59,10 @@ OPTIM_ADAMW_LR = 1e-3  # appendix A's
 OPTIM_CHECK_LR = dict(adamw=1e-3, tiger=1e-2, lamb=1e-2)
 TURN_LR = 3e-3  # the lr sweep S chose for Tiger and for LAMB (appendix B section 2 prints it from the sweep's runs)
 
+
 def arms(base, group, names, seeds, **kw):
-    """The runs of arms `names` x `seeds` in one group: the scale's `base` settings, the group's `kw`, then the arm's own
-    (its head, and the control's sigma ln(n)/d, win over the group's)."""
+    """The runs of arms `names` x `seeds` in one group: the scale's `base` settings, the group's `kw`, then the arm's
+    own (its head, and the control's sigma ln(n)/d, win over the group's)."""
     return [(group, a, {**base, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]
 
 
@@ -178,8 +179,8 @@ def plan_cause(runs=()):
     of the optim campaign's schedule (its cosine still runs to step 1200) with log_rows, fp32 (the campaign's dtype);
     the twins' lr sweeps run the whole schedule, as sweep S did. Re-planned after every run: the twins' runs at their
     own lr wait for their sweep."""
-    base = {**OPTIM, "emb_std": 0.02, "dtype": "float32", "max_iters": CAUSE_STEPS, "lr_decay_iters": OPTIM["max_iters"],
-            "log_rows": True}
+    base = {**OPTIM, "emb_std": 0.02, "dtype": "float32", "max_iters": CAUSE_STEPS,
+            "lr_decay_iters": OPTIM["max_iters"], "log_rows": True}
 
     lr = TURN_LR
     out = arms(base, "ref tiger", ["ortho"], [1], optimizer="tiger", lr=lr)  # a re-make of committed steps: check R
@@ -222,11 +223,11 @@ def plan(scale, runs=()):
         return plan_optim(runs)
     if scale == "cause":
         return plan_cause(runs)
-    if scale == "turn":  # after the optim campaign, exploratory (preregistrations/appendix_b.md): the first 200 of its steps
-        # (the same schedule: its cosine still runs to step 1200) with log_rows, seed 1, at the campaign's lrs
+    if scale == "turn":  # after the optim campaign, exploratory (preregistrations/appendix_b.md): the first 200 of
+        # its steps (the same schedule: its cosine still runs to step 1200) with log_rows, seed 1, at the campaign's lrs
         lrs = dict(adamw=OPTIM_ADAMW_LR, tiger=TURN_LR, lamb=TURN_LR)
-        runs = [(opt, a, {**OPTIM, "emb_std": 0.02, **ARMS[a], "seed": 1, "optimizer": opt, "lr": lr, "dtype": "float32",
-                          "max_iters": 200, "lr_decay_iters": OPTIM["max_iters"], "log_rows": True})
+        runs = [(opt, a, {**OPTIM, "emb_std": 0.02, **ARMS[a], "seed": 1, "optimizer": opt, "lr": lr,
+                          "dtype": "float32", "max_iters": 200, "lr_decay_iters": OPTIM["max_iters"], "log_rows": True})
                 for opt, lr in lrs.items() for a in ("logn", "control", "ortho")]
         # then logn again per optimizer, the same run, now that log_rows also logs branch_ratio (section 10's question)
         return runs + [(f"{g} branches", a, o) for g, a, o in runs if a == "logn"]

@@ -185,8 +185,8 @@ def start(run):
 
 
 STATS = {"early": early, "best": best, "last": last, "start": start}
-STAT_WORDS = {"early": "mean val loss over the first half", "best": "best val loss", "last": "val loss at the last step",
-              "start": "mean val-subset loss over steps 10-200"}
+STAT_WORDS = {"early": "mean val loss over the first half", "best": "best val loss",
+              "last": "val loss at the last step", "start": "mean val-subset loss over steps 10-200"}
 
 
 def paired(a_runs, b_runs, stat):
