@@ -1,4 +1,5 @@
-"""lessons/analysis.py: the rules that turn lesson 04's runs into words, tested on data where the truth is known.
+"""lessons/stats.py, claims.py and appendix_a.py: the rules that turn the runs into words, tested on data where the
+truth is known.
 
 A rule that calls equal things "different" 30% of the time, or never finds a real difference, would make the
 lesson's verdicts worthless whatever the experiment. So the rules are run on synthetic curves: every arm equal

@@ -1,4 +1,4 @@
-"""lessons/analysis05.py and reproduce.py's 'optim' plan: the campaign's two decisions (check B: may it run in bf16?
+"""lessons/appendix_b.py and plans.py's 'optim' plan: the campaign's two decisions (check B: may it run in bf16?
 sweep S: which learning rate?) follow their pre-registered rules, and the plan grows only as they are made.
 
 Every "run" here is a dict shaped like reproduce.py's records; nothing is trained."""
