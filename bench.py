@@ -1,10 +1,13 @@
 """
-The benchmark behind `python train.py --bench=N` (as nanoGPT keeps its own bench.py): time training steps, and
-compare this repository's path with a plain nanoGPT-style twin of the same shape, in one command.
+The benchmark (as nanoGPT keeps its own bench.py): time training steps, and compare this repository's path with a
+plain nanoGPT-style twin of the same shape, in one command. It takes train.py's flags (--bench=N: the steps to time,
+10 if not given):
 
-    python train.py --bench=5 --batch_size=16                        # tokens/s, ms/step, peak memory
-    python train.py --bench=5 --batch_size=16 --bench_baseline=true  # against the nanoGPT-style twin, ratios
-    python train.py --bench=3 --batch_size=16 --bench_profile=true   # torch.profiler's costliest ops
+    python bench.py --bench=5 --batch_size=16                        # tokens/s, ms/step, peak memory
+    python bench.py --bench=5 --batch_size=16 --bench_baseline=true  # against the nanoGPT-style twin, ratios
+    python bench.py --bench=3 --batch_size=16 --bench_profile=true   # torch.profiler's costliest ops
+
+bench.py imports train.py, never the other way round.
 """
 
 import dataclasses
@@ -18,11 +21,15 @@ from dataclasses import fields
 
 import torch
 
+import train
+from data.prepare import load_data
+from fused_loss import FusedLoss
 from optim import make_optimizer
+from runtime import PEAK_TFLOPS, TrainingError, flops_per_token, setup_device
 from tiedgpt import GPT
-from train import PEAK_TFLOPS, Config, TrainingError, flops_per_token, get_batch, load_data, setup_device
+from train import Config, get_batch
 
-TRAIN_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train.py")
+BENCH_PY = os.path.abspath(__file__)
 
 
 def bench(c, log=print):
@@ -35,13 +42,14 @@ def bench(c, log=print):
     torch.manual_seed(c.seed)
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)
-    step_model = torch.compile(model) if c.compile else model
+    loss_model = FusedLoss(model) if c.fused_loss else model  # as train.py steps
+    step_model = torch.compile(loss_model) if c.compile else loss_model
     gen = torch.Generator().manual_seed(c.seed)
 
     def step():
         x, y = get_batch(data, c.batch_size, c.block_size, gen, lut=lut)
         with autocast:
-            _, loss = step_model(x.to(device), y.to(device), return_logits=False)
+            _, loss = step_model(x.to(device), y.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if c.grad_clip > 0:
@@ -104,7 +112,7 @@ def bench_against_baseline(c, rounds=3, log=print):
                     if f.name != "bench_baseline" and getattr(cfg, f.name) != f.default]
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "bench.json")
-                p = subprocess.run([sys.executable, TRAIN_PY, *argv],
+                p = subprocess.run([sys.executable, BENCH_PY, *argv],
                                    env={**os.environ, "TIEDGPT_BENCH_JSON": path}, capture_output=True, text=True)
                 if p.returncode != 0 or not os.path.exists(path):
                     raise TrainingError(f"bench of {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -121,3 +129,12 @@ def bench_against_baseline(c, rounds=3, log=print):
         f"memory {a['peak_rss_mb'] / b['peak_rss_mb']:.2f}x")
     return med
 
+
+def main(argv):
+    """python bench.py --key=value ...: train.py's command line (its flags, its one-line errors), timing instead of
+    training."""
+    return train.main(["--bench=10", *argv], task=lambda c: (bench_against_baseline if c.bench_baseline else bench)(c))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,11 @@
 """
-Checkpoints and the run's folder: how train.py makes sure nothing is lost and nothing foreign runs.
+What train.py needs of the machine and the disk, so that the loop in train.py stays the lesson: processes and device,
+the run's files, checkpoints and resuming, the out_dir's lock, stop signals, the progress bar and the memory check.
+How it makes sure nothing is lost and nothing foreign runs:
+
+- A run's output goes to out_dir: config.json (the resolved config and the environment), metrics.jsonl (one row per
+  logged step) and ckpt.pt (model + optimizer + RNG states + step, written at every evaluation and on Ctrl-C or
+  SIGTERM). A SIGKILL loses only the steps since the last checkpoint.
 
 - A checkpoint is data, never code: it holds only tensors and plain Python values (dicts, lists, numbers,
   strings), and it is read with torch.load(weights_only=True), which refuses anything else. So a ckpt.pt from a
@@ -7,7 +13,8 @@ Checkpoints and the run's folder: how train.py makes sure nothing is lost and no
 - It is written atomically (a temporary file, then a rename), so a kill or a full disk mid-write keeps the
   previous one; and it is refused, in one line, when it was made for another model, optimizer or dataset.
 - A resumed run is the run that was checkpointed, or it is refused: every setting that changes what is computed or
-  logged (RUN_FIELDS) must be the checkpoint's, so that nothing splices two runs into one metrics file.
+  logged (RUN_FIELDS) must be the checkpoint's, so that nothing splices two runs into one metrics file; only
+  --max_iters may grow, to extend a run on its schedule.
 - What it holds is checked field by field before any of it is used (check_contents, check_model_state,
   check_optimizer_state): a checkpoint that loads but holds the wrong thing is one line naming the field.
 - An out_dir belongs to one run at a time (a lock), and a fresh run never overwrites an earlier run's checkpoint;
@@ -15,12 +22,22 @@ Checkpoints and the run's folder: how train.py makes sure nothing is lost and no
 """
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
+import signal
+import subprocess
+import sys
+from contextlib import nullcontext
 
+import numpy as np
 import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
 
 from optim import DEFAULT_WEIGHT_DECAY
+from fused_loss import LinearCrossEntropy
 from tiedgpt import GPTConfig
 
 MODEL_FIELDS = [f.name for f in dataclasses.fields(GPTConfig)]
@@ -97,9 +114,7 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
                             f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
     check_contents(path, state)
     saved = state["config"]
-    same_weights = ("fused_loss",)  # may change between runs: the same numbers up to float rounding (tested)
-    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS
-            if k not in same_weights and saved.get(k) != getattr(config, k)]
+    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
     if diff:
         raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
     made_with = saved.get("optimizer", "adamw")  # checkpoints from before optim.py were all AdamW
@@ -353,3 +368,285 @@ def release_out_dir(lock):
         pass
     finally:
         lock.close()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Processes and device
+
+def setup_processes():
+    """(ddp, rank, world, local_rank): one process (False, 0, 1, 0), or this one's place among torchrun's
+    processes, which torchrun passes in the environment (RANK, WORLD_SIZE, LOCAL_RANK)."""
+    if int(os.environ.get("RANK", -1)) == -1:
+        return False, 0, 1, 0
+    return True, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
+
+
+def setup_device(c, local_rank=0, ddp=False):
+    """The torch.device, the compute dtype's name and the autocast context that Config c asks for.
+    Under torchrun each process takes the GPU of its LOCAL_RANK."""
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if c.device == "auto":
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "mps" if mps and not ddp else "cpu"
+    elif c.device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
+        device = f"cuda:{local_rank}" if ddp else c.device
+    elif c.device == "mps":  # Apple silicon. Untested by this project (no such machine): float32, foreach AdamW
+        if not mps:
+            raise ValueError("device=mps but this machine has no usable Apple GPU (torch.backends.mps); use "
+                             "--device=cpu")
+        if ddp:
+            raise ValueError("device=mps runs one process; torchrun needs cuda or cpu")
+        device = "mps"
+    else:
+        device = "cpu"
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    dtype = c.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
+    return device, dtype, autocast
+
+
+def environment(device, world_size):
+    """What config.json records of the machine: torch and Python versions, device, processes, the git commit."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return dict(torch=torch.__version__, device=str(device), world_size=world_size, git_commit=commit,
+                cuda_device=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+                threads=torch.get_num_threads(), python=sys.version.split()[0])
+
+
+# ----------------------------------------------------------------------------------------------------
+# The run's files: config.json, metrics.jsonl, and where a run stands (a fresh start, or its checkpoint)
+
+def write_run_files(c, meta, device, world, history):
+    """config.json (the resolved config, the dataset, the machine) and metrics.jsonl, rewritten whole: a resumed
+    run drops the rows past its checkpoint."""
+    with open(os.path.join(c.out_dir, "config.json"), "w") as f:
+        json.dump(dict(config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world)), f,
+                  indent=2)
+    with open(os.path.join(c.out_dir, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in history)
+
+
+def append_row(history, row, path):
+    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl."""
+    history.append(row)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def read_metrics(path, before):
+    """The rows of a metrics.jsonl (if there is one) before step `before`, each checked: a JSON object with a whole
+    step. A last line without its newline was cut by a kill while being written, after the checkpoint (rows are
+    appended after their step's checkpoint): it is dropped like every row past the checkpoint. Anything else wrong is
+    one line naming the file and the line."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.readlines()
+    out = []
+    for i, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            if i == len(lines) and not line.endswith("\n"):
+                break
+            raise TrainingError(f"--resume: {path} line {i} is not JSON; fix or remove that line") from None
+        if not isinstance(r, dict) or not isinstance(r.get("step"), int) or isinstance(r["step"], bool):
+            raise TrainingError(f"--resume: {path} line {i} is not a metrics row (a JSON object with a whole step); "
+                                f"fix or remove that line")
+        if r["step"] < before:
+            out.append(r)
+    return out
+
+
+def start_state(c, model, optimizer, gen, data_id, device, log):
+    """Where a run stands before its first step: dict(step, tokens, loss_sum, n_summed, history, ckpt_step, emb0).
+    Fresh: step 0, and (log_rows) E at init, emb0, what emb_turn measures from. With c.resume: model, optimizer,
+    batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
+    step, token count and running loss sum, and the metrics rows before its step (later ones will be redone)."""
+    # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
+    # which load_checkpoint makes sure is the checkpoint's
+    state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None,
+                 emb0=model.transformer.wte.weight.detach().clone() if c.log_rows else None)
+    if not c.resume:
+        return state
+    if not c.out_dir:
+        raise ValueError("--resume needs an out_dir")
+    ckpt_path = os.path.join(c.out_dir, "ckpt.pt")
+    saved = load_checkpoint(ckpt_path, c, data_id, model, optimizer)  # checked field by field, settings too
+    try:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        gen.set_state(saved["data_rng"])
+        torch.set_rng_state(saved["torch_rng"])
+        if saved["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(saved["cuda_rng"][:torch.cuda.device_count()])
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as e:  # what the checks did not foresee
+        raise TrainingError(f"--resume: {ckpt_path} can't be loaded into this run: "
+                            f"{(str(e).strip().splitlines() or [type(e).__name__])[0][:200]}") from None
+    if state["emb0"] is not None and saved.get("emb0") is not None:  # log_rows' reference, as the run measured from
+        state["emb0"] = saved["emb0"].to(device)
+    # tokens, loss_sum and n_summed: see save_checkpoint
+    state.update(step=saved["step"], tokens=saved["tokens"], loss_sum=saved["loss_sum"], n_summed=saved["n_summed"],
+                 ckpt_step=saved["step"])
+    state["history"] = read_metrics(os.path.join(c.out_dir, "metrics.jsonl"), before=state["step"])
+    log(f"resumed from {ckpt_path} at step {state['step']}")
+    return state
+
+
+def checkpoint(run):
+    """Write ckpt.pt for the weights after run.step updates. loss_sum (the losses summed since the last row) is
+    averaged over the processes first, so that it is the global batch's, as logged."""
+    total = run.loss_sum.clone()
+    if run.ddp:
+        dist.all_reduce(total)
+        total /= run.world
+    if run.master and run.ckpt_path:
+        save_checkpoint(run.ckpt_path, run.model, run.optimizer, run.step, run.c, run.gen, run.data_id, run.tokens,
+                        total.item(), run.n_summed, emb0=run.emb0)
+    if run.ckpt_path:  # every process: each may be the one that reports a divergence
+        run.ckpt_step = run.step
+
+
+def last_checkpoint(run):
+    """What a divergence message says of checkpoints: the last one that exists and was written (or resumed from)
+    before the first non-finite value (every checkpoint is written after the checks that cover the steps before it,
+    and a resumed one was checked finite), or that there is none."""
+    if run.ckpt_path and run.ckpt_step is not None and os.path.exists(run.ckpt_path):
+        return f"the last checkpoint before it is kept: {run.ckpt_path}, step {run.ckpt_step}"
+    return "no checkpoint was written before it" + ("" if run.ckpt_path else " (out_dir='' writes none)")
+
+
+def check_finite(run):
+    """Stop, naming the step, if a training loss since the last check was not finite (run.first_bad >= 0)."""
+    if (bad := run.first_bad.item()) >= 0:
+        raise Diverged(f"non-finite loss at step {bad}; stopping ({last_checkpoint(run)})", bad)
+
+
+def explain(e):
+    """What the command line says of an exception that ended a run, and its exit code: 2 for settings or files that
+    can't be used, 1 for a run that could not go on (TrainingError, a failed write, out of memory). Anything else is
+    a bug: raised again, traceback and all."""
+    if isinstance(e, (ValueError, FileNotFoundError)):
+        return str(e), 2
+    if isinstance(e, TrainingError):
+        return str(e), 1
+    if isinstance(e, OSError):  # a disk that filled up or a folder that vanished while writing metrics or config
+        return f"could not write {e.filename or 'a file'}: {e.strerror or e}", 1
+    if isinstance(e, RuntimeError) and "memory" in str(e).lower():
+        return (f"out of memory ({str(e).strip().splitlines()[0][:100]}); lower batch_size, block_size, n_embd or "
+                f"n_layer"), 1
+    raise e
+
+
+def check_device_settings(c):
+    """Refuse, in one line, a device or dtype that setup_device can't give."""
+    if c.dtype == "float16":
+        raise ValueError("dtype float16 is not supported: its narrow range needs loss scaling (a GradScaler), "
+                         "which this code leaves out; use bfloat16 (same speed on GPUs that have it) or float32")
+    if c.dtype not in ("auto", "float32", "bfloat16"):
+        raise ValueError(f"dtype must be auto, float32 or bfloat16, got {c.dtype!r}")
+    if c.device not in ("auto", "cpu", "mps") and not c.device.startswith("cuda"):
+        raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {c.device!r}")
+
+
+def data_identity(c, meta, train_data, val_data, ids):
+    """What a checkpoint's weights mean depends on the data: the dataset, its source text's sha256, its token
+    counts, and (vocab='corpus') which GPT-2 tokens the rows of E stand for."""
+    ids_sha = None if ids is None else hashlib.sha256(np.asarray(ids, np.int64).tobytes()).hexdigest()
+    return dict(dataset=meta["dataset"], source_sha256=meta.get("sha256"), train_tokens=int(len(train_data)),
+                val_tokens=int(len(val_data)), vocab=c.vocab, vocab_ids_sha256=ids_sha)
+
+
+
+
+# ----------------------------------------------------------------------------------------------------
+# Stop signals, the progress bar and the memory check: how a run behaves on a machine (train.py calls them)
+
+PEAK_TFLOPS = 790.0  # measured bf16 dense matmul peak of an H100/H200; MFU on a GPU is reported against it
+
+
+def catch_stop_signals():
+    """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
+    checkpoint and stops. Returns (that list, the previous handlers for restore_signals)."""
+    stop, handlers = [], {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            handlers[sig] = signal.signal(sig, lambda *_: stop.append(True))
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+    return stop, handlers
+
+
+def restore_signals(handlers):
+    """Put back the signal handlers catch_stop_signals replaced."""
+    for sig, h in handlers.items():
+        signal.signal(sig, h)
+
+
+def progress_bar(c, step, show, log):
+    """(bar, say, plain). The bar redraws one line with carriage returns: right for a terminal or a notebook,
+    unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line
+    instead (plain=True). say() prints a line without breaking the bar."""
+    ipython = sys.modules.get("IPython")  # a notebook: IPython is running a shell (merely imported, it is not one)
+    interactive = sys.stdout.isatty() or (ipython is not None and ipython.get_ipython() is not None)
+    bar = tqdm(total=c.max_iters, initial=step, disable=not (show and interactive), dynamic_ncols=True)
+    return bar, (bar.write if not bar.disable else log), show and bar.disable
+
+
+def show_progress(bar, plain, log, run, row):
+    """A logged row on the bar (loss, tokens/s, MFU on a GPU), or as one plain line."""
+    postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
+    if run.device.type == "cuda":
+        postfix["mfu"] = f"{100 * flops_per_token(run.model) * row['tokens_per_s'] / (PEAK_TFLOPS * 1e12):.1f}%"
+    bar.set_postfix(postfix, refresh=False)
+    if plain:
+        log(f"step {row['step']}/{run.c.max_iters}: loss {row['train_loss']:.4f}, {row['tokens_per_s']:,.0f} tokens/s")
+
+
+def estimate_memory(c):
+    """Rough bytes a training step needs: 16 per parameter (weight, gradient, AdamW's two moments, fp32), the
+    activations kept for backward (about 34 d + 5 T n_head floats per token per layer), and the output head's
+    buffer (the fused path's chunk, or the textbook path's logits, their softmax and gradient)."""
+    d, n, L, T = c.n_embd, c.vocab_size, c.n_layer, c.block_size
+    params = n * d * (1 if c.head_spec.tied else 2) + L * 12 * d * d + 2 * d * d
+    tokens = c.batch_size * T
+    acts = tokens * L * (34 * d + 5 * T * c.n_head) * 4
+    head = LinearCrossEntropy.CHUNK_ELEMENTS * 4 if c.fused_loss else 3 * tokens * n * 4
+    return 16 * params + acts + head
+
+
+def available_memory():
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def check_memory(c, device):
+    """Refuse, in one line, a CPU run that would not fit in the memory the machine has free."""
+    need, have = estimate_memory(c), available_memory()
+    if device.type == "cpu" and have is not None and need > have:
+        raise ValueError(f"this run needs about {need / 2 ** 30:.1f} GiB but only {have / 2 ** 30:.1f} GiB of memory "
+                         f"is available; lower n_embd, n_layer, batch_size or block_size (or use --vocab=corpus)")
+
+
+def flops_per_token(model):
+    """Training FLOPs per token, PaLM-style: 6 per weight that multiplies (the head counts even when tied;
+    the lookup does not) plus attention's 12 L T d."""
+    c = model.config
+    head = c.vocab_size * c.n_embd if model.tied else 0  # untied: lm_head is in the non-embedding count
+    return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd

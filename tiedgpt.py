@@ -13,11 +13,13 @@ The whole project is about one consequence of that at initialisation:
 The heads (GPTConfig.head) are the fixes we compare; each one's docstring derives its first loss and
 `predicted_initial_loss` turns those derivations into numbers that tests/ check against the real model.
 
-Layout follows nanoGPT's model.py: config dataclass, attention, MLP, block, GPT, then the theory.
+Layout follows nanoGPT's model.py: config dataclass, attention, MLP, block, the heads (one table, HEAD_TABLE: the
+only place a head's name is read), GPT, then the theory. GPT.forward computes the textbook loss; the fused loss that
+train.py uses by default, the same numbers without building the logits, is in fused_loss.py.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -28,45 +30,52 @@ NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("rope", "none", "learned")
 
 
+def flag(default, help):
+    """A config field with its one line of `python train.py --help` (train.py reads it from the field's metadata)."""
+    return field(default=default, metadata=dict(help=help))
+
+
 @dataclass
 class GPTConfig:
-    vocab_size: int = 50257  # n: GPT-2's BPE. Not padded to 50304: every extra row would be an extra logit
-    block_size: int = 256  # longest context the model sees
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 256  # d
-    dropout: float = 0.0
-    bias: bool = False  # biases in Linear layers and norms (GPT-2 had them; they are not needed here)
-    head: str = "tied"  # output head, one of HEADS: a row of HEAD_TABLE (below the head classes)
+    # n: GPT-2's BPE. Not padded to 50304: every extra row would be an extra logit
+    vocab_size: int = flag(50257, "n, the vocabulary (50257: GPT-2's BPE; vocab=corpus sets it from the data)")
+    block_size: int = flag(256, "context length T in tokens")
+    n_layer: int = flag(4, "transformer blocks")
+    n_head: int = flag(4, "attention heads (n_embd must divide evenly)")
+    n_embd: int = flag(256, "width d")
+    dropout: float = flag(0.0, "dropout probability in [0, 1)")
+    # GPT-2 had biases; they are not needed here
+    bias: bool = flag(False, "biases in Linear layers and norms (true|false)")
+    head: str = flag("tied", "output head, a row of HEAD_TABLE: tied | untied | logn | ortho | bert | shuffle | "
+                             "channel | scale | softcap")
     # sigma, the std of the token embedding at init. None means d**-0.5, so every |w_i| ~ 1: the
     # "unit-norm" init of the original Transformer's embeddings. It puts d*sigma = sqrt(d) well above
     # ln(n) ~ 10.8 for every width we can afford on a CPU (d=256 gives 16), which is the regime the
     # derivation is about. GPT-2 used 0.02 (d*sigma = 15.4 at d=768, but only 5.1 at d=256): pass
     # emb_std=0.02 to study it. PyTorch's nn.Embedding default would be 1.0 (d*sigma = d).
-    emb_std: float = None
+    emb_std: float = flag(None, "sigma, the embedding's init std (None: d**-0.5; GPT-2 used 0.02); logn sets its own")
     # Residual branches start at zero (their output projections are zero-initialised), so at step 0
     # each block is the identity and the network *is* the 2-gram model of the derivation.
     # False gives nanoGPT's GPT-2 init (N(0, 0.02/sqrt(2 L)) output projections).
-    zero_init_residual: bool = True
+    zero_init_residual: bool = flag(True, "residual branches start at zero, so a fresh model is the 2-gram model "
+                                          "(true|false)")
     # With zero_init_residual: None (or 0) starts the branches' last layers at exactly 0; a small std (e.g. 1e-4)
     # starts them NEAR zero, N(0, residual_std^2): still the 2-gram model at step 0 to within a small error, but
     # movable by an optimizer whose step is relative to the weight's size (Tiger: lr x RMS, and RMS(0) = 0).
-    residual_std: float = None
+    residual_std: float = flag(None, "with zero_init_residual: init std of the branches' last layers (None or 0: "
+                                     "exactly 0; tiger: 1e-4)")
     # How positions enter. 'rope' rotates queries and keys inside attention and adds nothing to the
     # residual stream, so w_i reaches the final norm untouched. 'learned' is GPT-2's additive table
     # (it breaks the 2-gram premise a little); 'none' relies on the causal mask alone.
-    pos: str = "rope"
-    channel_groups: int = 4  # groups for the 'channel' (ShuffleNet) head
-    norm_eps: float = 1e-5  # the norms' epsilon; it shrinks w_i/sigma a little, and the theory accounts for it
+    pos: str = flag("rope", "positions: " + " | ".join(POSITIONS))
+    channel_groups: int = flag(4, "groups of the 'channel' (ShuffleNet) head's shuffle")
+    # it shrinks w_i/sigma a little, and the theory accounts for it
+    norm_eps: float = flag(1e-5, "the norms' epsilon (> 0)")
     # 'layernorm' (GPT-2: subtract the mean, divide by the std) or 'rmsnorm' (LLaMA and most tied models trained
     # today: divide by the root mean square, no mean subtraction). At init both give h ~ w_i / sigma.
-    norm: str = "layernorm"
-    softcap: float = 30.0  # the 'softcap' head's cap c: logits -> c tanh(logits / c) (Gemma 2's final cap is 30)
-    # Compute the output projection and the cross-entropy together (LinearCrossEntropy below): the same
-    # numbers as logits -> F.cross_entropy, without keeping the (B*T) x n logits and their gradient.
-    # Used when the caller asks for no logits (forward(idx, targets, return_logits=False), as train.py does); then
-    # logits=None. False always takes the textbook path.
-    fused_loss: bool = True
+    norm: str = flag("layernorm", "layernorm (GPT-2) | rmsnorm (LLaMA-style)")
+    # (Gemma 2's final cap is 30)
+    softcap: float = flag(30.0, "the softcap head's cap c: logits -> c tanh(z/c)")
 
     def __post_init__(self):
         """Refuse configurations that can't work, with one line that says why and lists the choices."""
@@ -74,6 +83,8 @@ class GPTConfig:
             raise ValueError(f"unknown head {self.head!r}; choose one of: {', '.join(HEADS)}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}; choose one of: {', '.join(NORMS)}")
+        if not self.norm_eps > 0:
+            raise ValueError(f"norm_eps must be > 0, got {self.norm_eps}")
         if not self.softcap > 0:
             raise ValueError(f"softcap must be > 0, got {self.softcap}")
         if self.pos not in POSITIONS:
@@ -92,8 +103,8 @@ class GPTConfig:
         if self.emb_std is not None and not self.emb_std > 0:
             raise ValueError(f"emb_std must be > 0 (or None for d**-0.5), got {self.emb_std}")
         if self.residual_std is not None and not (self.residual_std >= 0 and self.zero_init_residual):
-            raise ValueError(f"residual_std={self.residual_std} needs zero_init_residual=true and a value >= 0 (it sets "
-                             f"how near zero the branches start; zero_init_residual=false is GPT-2's init)")
+            raise ValueError(f"residual_std={self.residual_std} needs zero_init_residual=true and a value >= 0 (it "
+                             f"sets how near zero the branches start; zero_init_residual=false is GPT-2's init)")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
@@ -355,105 +366,6 @@ HEADS = tuple(HEAD_TABLE)
 
 
 # ----------------------------------------------------------------------------------------------------
-# The output projection and the loss in one step. For logits z = h W^T and loss L = mean_i(lse(z_i) - z_i,t_i)
-# the gradient w.r.t. the logits is G = (softmax(z) - onehot(t)) / N, so dL/dh = G W and dL/dW = G^T h.
-# Autograd would keep z (N x n, 400 MB at N = 2048, n = 50257) for the backward pass, fill a second N x n
-# buffer for the gradient of the nll, and read both again. Here each chunk of rows goes
-# matmul -> max -> exp in place -> sum -> two matmuls, and only dL/dh (N x d) and dL/dW (n x d) are kept.
-#
-# Two things make it fast on a CPU, where the matmuls are near the machine's peak and everything else is
-# memory traffic over the N x n buffer:
-# - the buffer is allocated once and reused (a fresh 250 MB tensor per chunk costs a page fault per 4 KB
-#   page: the CPU allocator hands big blocks straight back to the OS);
-# - softmax(z) - onehot(t) is never written out. With e = exp(z - max) and s = sum_k e_k (per row),
-#       G W   = diag(1/s) (e W) - W[t]                 (scale N x d rows, subtract N looked-up rows)
-#       G^T h = e^T (diag(1/s) h) - sum_i onehot(t_i)^T h_i   (scale h first, index_add the targets)
-#   so the 1/s and the -onehot act on N x d arrays instead of another pass over N x n.
-
-class LinearCrossEntropy(torch.autograd.Function):
-    CHUNK_ELEMENTS = 2 ** 26  # rows per chunk * n: bounds the one N x n buffer (256 MB in fp32)
-    _workspace = {}  # (device, n) -> the reused fp32 buffer, CPU only (CUDA's caching allocator reuses for us)
-
-    @staticmethod
-    def buffer(rows, n, device):
-        if device.type != "cpu":
-            return torch.empty(rows, n, device=device)
-        key = (str(device), n)
-        buf = LinearCrossEntropy._workspace.get(key)
-        if buf is None or buf.size(0) < rows:
-            LinearCrossEntropy._workspace.clear()  # keep at most one: a new shape replaces the old
-            buf = LinearCrossEntropy._workspace[key] = torch.empty(rows, n)
-        return buf[:rows]
-
-    @staticmethod
-    def forward(ctx, h, weight, targets, want_grad=True):
-        shape, h = h.shape, h.reshape(-1, h.size(-1))
-        t = targets.reshape(-1)
-        n = weight.size(0)
-        # under autocast the matmuls run in the autocast dtype, the softmax in fp32, as autocast would do
-        dt = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
-        w = weight.to(dt)
-        valid = t != -1
-        count = valid.sum().clamp(min=1)
-        # (want_grad: grad mode as the caller saw it; inside forward it is always off)
-        need_grad = want_grad and (ctx.needs_input_grad[0] or ctx.needs_input_grad[1])
-        need_w = need_grad and ctx.needs_input_grad[1]
-        grad_h = torch.empty_like(h) if need_grad else None
-        grad_w = None  # dL/dW in fp32, created by the first chunk's matmul (no zero-fill pass)
-        loss = torch.zeros((), device=h.device, dtype=torch.float32)
-        rows = min(h.size(0), max(1, LinearCrossEntropy.CHUNK_ELEMENTS // n))
-        buf = LinearCrossEntropy.buffer(rows, n, h.device)
-        with torch.autocast(h.device.type, enabled=False):
-            for i in range(0, h.size(0), rows):
-                hc, tc, vc = h[i:i + rows].to(dt), t[i:i + rows], valid[i:i + rows]
-                tgt = tc.clamp(min=0)
-                z = buf[:hc.size(0)]
-                if dt == torch.float32:
-                    torch.mm(hc, w.T, out=z)  # the logits, written into the reused buffer
-                else:
-                    z.copy_(hc @ w.T)
-                z_t = z.gather(1, tgt.unsqueeze(1)).squeeze(1)  # the target's logit, read before z is overwritten
-                m = z.amax(dim=1, keepdim=True)
-                e = z.sub_(m).exp_()  # e^{z - max}: the only exp of the N x n buffer, in place
-                s = e.sum(dim=1, keepdim=True)
-                lse = m.squeeze(1) + s.log().squeeze(1)  # log sum_k e^{z_k}
-                loss += ((lse - z_t) * vc).sum()
-                if not need_grad:
-                    continue
-                # the mean's 1/N rides on the N x 1 and N x d factors: vf is 1/N for a real target, 0 for
-                # ignore_index (that row then gives no gradient), and scale = vf / s turns e into softmax / N
-                vf = vc.float().unsqueeze(1) / count
-                scale = vf / s
-                e = e.to(dt)
-                # dL/dh rows: (e W) / (s N) - W[t] / N
-                grad_h[i:i + rows] = ((e @ w).float() * scale - w[tgt].float() * vf).to(h.dtype)
-                if need_w:  # dL/dW += e^T (h / (s N)) - onehot(t)^T h / N
-                    hs = (hc.float() * scale).to(dt)
-                    if grad_w is None:
-                        grad_w = (e.T @ hs).float()  # .float() is a no-op in fp32
-                    elif dt == torch.float32:
-                        grad_w.addmm_(e.T, hs)
-                    else:
-                        grad_w += (e.T @ hs).float()
-                    grad_w.index_add_(0, tgt, hc.float() * -vf)
-        ctx.shape = shape
-        if need_grad:
-            grad_w = None if grad_w is None else grad_w.to(weight.dtype)
-            ctx.save_for_backward(grad_h, grad_w)
-        return loss / count
-
-    @staticmethod
-    def backward(ctx, grad_loss):
-        grad_h, grad_w = ctx.saved_tensors
-        if grad_loss.device.type == "cpu" and grad_loss.item() == 1.0:  # loss.backward(): skip a pass over n x d
-            grad_loss = None
-        dh = grad_h if grad_loss is None else grad_h * grad_loss
-        dh = dh.reshape(ctx.shape) if ctx.needs_input_grad[0] else None
-        dw = grad_w if grad_loss is None or grad_w is None else grad_w * grad_loss
-        return dh, dw, None, None
-
-
-# ----------------------------------------------------------------------------------------------------
 
 class GPT(nn.Module):
     def __init__(self, config):
@@ -538,18 +450,16 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None, return_logits=True):
         """As nanoGPT: `logits, loss = model(idx, targets)` gives the logits of every position and the mean
-        cross-entropy (targets equal to -1 are ignored); without targets, the logits of the last position only
-        (all that generation needs). train.py passes return_logits=False: then, with config.fused_loss, the
-        loss comes from LinearCrossEntropy, which never builds the (B*T) x n logits, and logits is None."""
+        cross-entropy, loss = mean_t -log softmax(z_t)[y_t] (targets equal to -1 are ignored); without targets, the
+        logits of the last position only (all that generation needs) and loss None. return_logits=False hands back
+        None for the logits. train.py computes the same loss without building the (B*T) x n logits:
+        fused_loss.FusedLoss, its fast default."""
         h = self.hidden(idx)
         if targets is None:
-            return self.logits(h[:, [-1], :]), None
-        if self.config.fused_loss and not return_logits and not self.config.head_spec.cap:
-            return None, LinearCrossEntropy.apply(self.head(h), self.lm_head.weight, targets,
-                                                  torch.is_grad_enabled())
-        logits = self.logits(h)  # the softcap's tanh sits between projection and loss: the textbook path
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1),
-                               ignore_index=-1)
+            h = h[:, [-1], :]
+        logits = self.logits(h)
+        loss = None if targets is None else F.cross_entropy(logits.view(-1, logits.size(-1)).float(),
+                                                            targets.reshape(-1), ignore_index=-1)
         return (logits if return_logits else None), loss
 
     @torch.no_grad()

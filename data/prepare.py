@@ -18,6 +18,7 @@ missing keys, token files of the wrong size or with ids beyond the vocabulary) i
 names the file and the fix.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -244,6 +245,31 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
 def load_split(dataset, split):
     """The tokens of one split as a read-only uint16 memmap."""
     return np.memmap(os.path.join(dataset_dir(dataset), f"{split}.bin"), dtype=np.uint16, mode="r")
+
+
+def corpus_vocab(c, train_data, val_data):
+    """For vocab='corpus': (ids, lut, config) with ids the sorted GPT-2 ids that occur, lut their new
+    numbers, and the config's vocab_size set to len(ids). For vocab='full': (None, None, c)."""
+    if c.vocab == "full":
+        return None, None, c
+    ids = np.unique(np.concatenate([np.unique(train_data), np.unique(val_data)]))
+    lut = np.full(2 ** 16, -1, dtype=np.int64)
+    lut[ids] = np.arange(len(ids))
+    return ids, lut, dataclasses.replace(c, vocab_size=len(ids))
+
+
+def load_data(c, log=print):
+    """Prepare (once) and open the dataset; check block_size and vocab_size against it; apply vocab='corpus'.
+    Returns (c with the effective vocab_size, meta, train tokens, val tokens, ids, lut)."""
+    meta = ensure_prepared(c.dataset, c.input, log=log)
+    train_data, val_data = load_split(meta["dataset"], "train"), load_split(meta["dataset"], "val")
+    if c.block_size + 1 >= min(len(train_data), len(val_data)):
+        raise ValueError(f"block_size={c.block_size} is beyond the data: {meta['dataset']} has "
+                         f"{len(train_data)} train and {len(val_data)} val tokens")
+    ids, lut, c = corpus_vocab(c, train_data, val_data)
+    if c.vocab == "full" and meta["vocab_size"] > c.vocab_size:
+        raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
+    return c, meta, train_data, val_data, ids, lut
 
 
 def subset_windows(n_win, subset):

@@ -27,6 +27,12 @@ def _errors(nb):
             if cell.cell_type == "code" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
+def _figures(nb):
+    """How many figures the notebook's code cells show."""
+    return sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+               for o in c.get("outputs", []))
+
+
 def test_there_are_lessons():
     assert len(LESSONS) >= 3, f"expected the lesson notebooks in {os.path.join(ROOT, 'lessons')}"
 
@@ -39,7 +45,7 @@ def test_lesson_notebook_runs_top_to_bottom(path, monkeypatch):
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": os.path.dirname(path)}})
     client.execute()  # raises CellExecutionError on the first failing cell
-    assert not _errors(nb)
+    assert _figures(nb) > 0, "executed, the lesson draws no figure"  # its plots run in the fast mode too
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=IDS)
@@ -51,7 +57,7 @@ def test_lesson_notebook_is_committed_with_outputs(path):
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), \
         "re-run the notebook top to bottom before committing (jupyter nbconvert --execute --inplace)"
     assert not _errors(nb)
-    assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure in the outputs"
+    assert _figures(nb) > 0, "no figure in the outputs"
 
 
 @pytest.mark.corpus
@@ -164,8 +170,7 @@ def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypa
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(patch))
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": os.path.dirname(path)}})
-    client.execute()
-    assert not _errors(nb)
+    client.execute()  # raises CellExecutionError on the first failing cell: what follows checks what it printed
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert f"tiger: lr {lr['tiger']:g} chosen" in text and f"lamb: lr {lr['lamb']:g} chosen" in text
     grid = next(line for line in text.splitlines() if line.startswith("1 logn slowest ")).split()[3:]

@@ -12,26 +12,9 @@ import pytest
 import torch
 
 import train as T
+from conftest import TINY, config, rows  # and the fixture data_dir
 from probes import emb_turn
-
-TINY = ["--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--batch_size=4", "--eval_iters=2",
-        "--dataset=pydoc_topics", "--sample_tokens=0", "--log_interval=1"]
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("data")
-    import data.prepare as P
-    old, P.DATA_DIR = P.DATA_DIR, str(d)
-    P.prepare("pydoc_topics", log=lambda *_: None)
-    yield d
-    P.DATA_DIR = old
-
-
-def config(**kw):
-    base = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
-                sample_tokens=0, log_interval=1)
-    return T.Config(**{**base, **kw})
+from runtime import load_checkpoint
 
 
 def quiet(*_):
@@ -55,9 +38,6 @@ def one_line(err):
     return len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def rows(out_dir):
-    with open(os.path.join(out_dir, "metrics.jsonl")) as f:
-        return {r["step"]: r for r in map(json.loads, f)}
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +94,9 @@ def test_a_changed_seed_on_resume_is_one_line_naming_both_values_and_the_way_out
 def test_every_setting_that_changes_what_is_computed_or_logged_is_checked_on_resume(made, field, value):
     same = dict(max_iters=6, lr_decay_iters=4, eval_interval=2, dense_val_until=2, dense_val_windows=8, log_rows=True)
     with pytest.raises(T.TrainingError, match=f"{field}=") as e:
-        T.load_checkpoint(str(made / "ckpt.pt"), config(**{**same, field: value}))
+        load_checkpoint(str(made / "ckpt.pt"), config(**{**same, field: value}))
     assert "\n" not in str(e.value)
-    T.load_checkpoint(str(made / "ckpt.pt"), config(**same))  # and the same settings resume
+    load_checkpoint(str(made / "ckpt.pt"), config(**same))  # and the same settings resume
 
 
 def test_a_run_records_the_dtype_it_ran_in_not_auto(made):
@@ -145,7 +125,7 @@ def test_extending_a_run_keeps_its_schedule_or_is_refused(data_dir, tmp_path):
 
 def test_resuming_with_max_iters_below_the_checkpoints_step_is_refused(made):
     with pytest.raises(T.TrainingError, match="at step 4, past --max_iters=3"):
-        T.load_checkpoint(str(made / "ckpt.pt"), config(max_iters=3, lr_decay_iters=4, eval_interval=2,
+        load_checkpoint(str(made / "ckpt.pt"), config(max_iters=3, lr_decay_iters=4, eval_interval=2,
                                                         dense_val_until=2, dense_val_windows=8, log_rows=True))
 
 

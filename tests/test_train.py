@@ -12,44 +12,13 @@ import time
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, TINY, config, rows, run  # the fixture data_dir is in conftest.py too
 
-TINY = ["--n_layer=1", "--n_head=2", "--n_embd=32", "--block_size=16", "--batch_size=4", "--eval_iters=2",
-        "--dataset=pydoc_topics", "--sample_tokens=0", "--log_interval=1"]
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("data")
-    os.environ["TIEDGPT_DATA_DIR"] = str(d)
-    import data.prepare as P
-    old, P.DATA_DIR = P.DATA_DIR, str(d)
-    P.prepare("pydoc_topics", log=lambda *_: None)
-    yield d
-    P.DATA_DIR = old
-    del os.environ["TIEDGPT_DATA_DIR"]
-
-
-def run(args, cwd=ROOT, **kw):
-    return subprocess.run([sys.executable, "train.py", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, **kw)
-
-
-def rows(out_dir):
-    with open(os.path.join(out_dir, "metrics.jsonl")) as f:
-        return {r["step"]: r for r in map(json.loads, f)}
 
 
 def losses(out_dir):
     with open(os.path.join(out_dir, "metrics.jsonl")) as f:
         return {r["step"]: r["train_loss"] for r in map(json.loads, f) if "train_loss" in r}
-
-
-def config(**kw):
-    from train import Config
-    base = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2,
-                dataset="pydoc_topics", sample_tokens=0, log_interval=1)
-    return Config(**{**base, **kw})
 
 
 def test_same_seed_gives_same_losses_on_cpu(data_dir):
@@ -239,7 +208,8 @@ def test_help_lists_every_flag_with_its_default():
 def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
     import numpy as np
     from data.prepare import load_split
-    from train import corpus_vocab, get_batch, train
+    from data.prepare import corpus_vocab
+    from train import get_batch, train
     c = config(vocab="corpus")
     train_data, val_data = load_split("pydoc_topics", "train"), load_split("pydoc_topics", "val")
     ids, lut, c2 = corpus_vocab(c, train_data, val_data)
@@ -254,7 +224,7 @@ def test_corpus_vocab_shrinks_n_to_the_tokens_the_corpus_uses(data_dir):
 
 @pytest.mark.slow
 def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
-    p = run(TINY + ["--bench=2", "--bench_profile=true"])
+    p = run(TINY + ["--bench=2", "--bench_profile=true"], script="bench.py")
     assert p.returncode == 0, p.stderr
     assert "tokens/s" in p.stdout and "ms/step" in p.stdout and "peak RSS" in p.stdout
     assert "Self CPU" in p.stdout and "aten::mm" in p.stdout  # the profiler's table of ops
@@ -263,7 +233,7 @@ def test_bench_prints_speed_memory_and_on_request_a_profile(data_dir):
 @pytest.mark.slow
 def test_bench_against_the_nanogpt_style_baseline_reports_ratios(data_dir):
     """Both sides run in their own process on the same shape; the baseline really is the textbook path."""
-    from train import NANOGPT, bench_against_baseline
+    from bench import NANOGPT, bench_against_baseline
     lines = []
     med = bench_against_baseline(config(bench=2), rounds=1, log=lines.append)
     assert set(med) == {"this repo", "nanoGPT-style"}
@@ -389,9 +359,12 @@ def test_mps_is_a_choice_and_is_refused_without_an_apple_gpu(data_dir):
 
 
 def test_help_describes_every_flag():
-    from train import HELP, Config
     from dataclasses import fields
-    assert {f.name for f in fields(Config)} <= set(HELP), "a flag without a --help line"
+
+    from tiedgpt import HEADS
+    from train import Config
+    assert all(f.metadata.get("help") for f in fields(Config)), "a flag without a --help line"
+    assert all(h in dict((f.name, f) for f in fields(Config))["head"].metadata["help"] for h in HEADS)
     p = run(["--help"])
     assert "ortho" in p.stdout and "mps" in p.stdout and "corpus" in p.stdout  # the allowed values are listed
 
