@@ -13,13 +13,13 @@ import torch
 
 import optim
 from claims import CORE_FIXES, FRAGILE_EDGE, all_claims, claim_slowest, control_verdict, fragile_lines
-from data.prepare import subset_windows
+from data.prepare import load_data, subset_windows
 from plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
 from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, measurement_noise, paired,
                      stack, start, val_curve)
 from stats import MIN_SEEDS, compare, pooled_sd
 from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
-from train import Config, load_data, lr_at
+from train import Config, lr_at
 
 # The commit that wrote the pre-registration and the plan, recorded here on 2026-11-25 after Tiger's runs were in (a commit
 # can't name itself). Every campaign run records the commit it ran at (reproduce.py's git_commit); the campaign runs

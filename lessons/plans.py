@@ -17,8 +17,9 @@ import math
 import numpy as np
 
 import records
+from data.prepare import load_data
 from stats import MARGIN
-from train import Config, load_data
+from train import Config
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the post's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the post

@@ -42,11 +42,12 @@ if __name__ == "__main__":  # run as a script: train.py and tiedgpt.py sit in th
 
 import torch  # noqa: E402
 
+from data.prepare import load_data  # noqa: E402
 from plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
 from records import committed_path, file_name, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
-from train import Diverged, TrainingError, evaluations_at, load_data, train  # noqa: E402
+from train import Diverged, TrainingError, evaluations_at, train  # noqa: E402
 
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
         "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio", "head_opnorm",
