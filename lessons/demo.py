@@ -82,6 +82,8 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from train import Config, TrainingError, load_data, setup_device, train  # noqa: E402
 
+from stats import interval  # noqa: E402  (lessons/stats.py: the campaigns' t interval)
+
 COMMITTED = os.path.join(HERE, "data", "demo.json")  # one full default run, made with this file (lesson 04 reads it)
 CAMPAIGN = os.path.join(HERE, "data", "repro_optim")  # appendix B's committed runs
 OPTIMIZER_NAMES = ("tiger", "lamb", "adamw")
@@ -366,16 +368,6 @@ def run_all(jobs, workers, threads, bar, log=print):
 # ----------------------------------------------------------------------------------------------------
 # The result: curves, paired gaps, verdicts
 
-def t_interval(values, level=0.95):
-    """(low, high) of the two-sided t interval of the mean, or None with fewer than 2 values."""
-    from scipy import stats
-    v = np.asarray(values, float)
-    if len(v) < 2:
-        return None
-    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
-    return float(v.mean() - half), float(v.mean() + half)
-
-
 def word(ci):
     """The verdict rule (module docstring): the 95% interval of the mean gap above 0 -> yes, below 0 -> no."""
     if ci is None or ci[0] <= 0 <= ci[1]:
@@ -404,7 +396,7 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
         result["gaps"][opt] = dict(steps=steps, per_seed=per_seed, mean=g.mean(0).tolist(),
                                    sd=(g.std(0, ddof=1) if len(seeds) > 1 else np.zeros(len(steps))).tolist())
         last = g[:, -1]
-        ci = t_interval(last)
+        ci = interval(last, 0.95)
         sd = float(last.std(ddof=1)) if len(last) > 1 else None
         result["verdicts"][opt] = dict(step=steps[-1], mean=float(last.mean()), sd=sd, ci95=ci, n=len(last),
                                        per_seed=last.tolist(), word=word(ci),
@@ -415,7 +407,7 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
         d = np.array(result["verdicts"][rel[0]]["per_seed"]) - np.array(result["verdicts"]["adamw"]["per_seed"])
         sd = float(d.std(ddof=1)) if len(d) > 1 else None
         result["flip"] = dict(of=rel[0], minus="adamw", per_seed=d.tolist(), mean=float(d.mean()), sd=sd,
-                              ci95=t_interval(d), effect_over_spread=abs(float(d.mean())) / sd if sd else None)
+                              ci95=interval(d, 0.95), effect_over_spread=abs(float(d.mean())) / sd if sd else None)
     result["campaign"] = campaign_comparison(s, dataset)
     result["run"] = dict(wall_s=wall_s, runs_reused=reused, runs_total=len(runs), device=device, workers=workers,
                          threads_per_worker=threads, cpu=cpu_name(), cpu_count=os.cpu_count(),

@@ -1,12 +1,14 @@
 """
-The figures of lessons 04 and 05: loss curves per arm, paired gaps between arms, sizes of weights over training.
-Plotting only: every number drawn comes from analysis.py (stack, gap_curve), which has the tests of the statistics.
+The figures of lesson 04 and the appendices: loss curves per arm, paired gaps between arms, sizes of weights.
+Plotting only: every number drawn comes from records.py (stack, gap_curve, curve), read through its one
+reader of a run.
 Each function draws on axes it is given and labels everything it draws (axes, units, what a band is).
 """
 
 import numpy as np
 
-import analysis as A
+from records import curve, gap_curve, stack
+from stats import MARGIN
 
 COLORS = {"tied": "black", "logn": "tab:red", "control": "tab:pink", "untied": "tab:blue", "ortho": "tab:green",
           "shuffle": "tab:orange", "bert": "tab:purple", "channel": "tab:brown", "scale": "tab:gray"}
@@ -23,14 +25,14 @@ def curves(ax_val, ax_train, by, title, train_until=300, early_key="train_loss")
     first loss, lessons 02-03), line = mean over seeds, band = min-max over seeds. ax_train: the training loss (logged
     every 10 steps, the mean since the last log) over the first `train_until` steps on a log axis, mean over seeds: where
     the tied head's high start and the first fast drop are, which the evaluations every 100 steps don't see.
-    early_key='val_subset_loss' draws the dense val-subset loss there instead (lesson 05's runs log it)."""
+    early_key='val_subset_loss' draws the dense val-subset loss there instead (appendix B's runs log it)."""
     for a in _arms(by):
         runs, col, ls = by[a], COLORS.get(a, "gray"), STYLES.get(a, "-")
-        s, _, v = A.stack(runs)
+        s, _, v = stack(runs)
         keep = s > 0
         ax_val.plot(s[keep], v.mean(0)[keep], color=col, ls=ls, lw=1.6, label=f"{a} ({len(runs)} seeds)")
         ax_val.fill_between(s[keep], v.min(0)[keep], v.max(0)[keep], color=col, alpha=0.10)
-        s, _, v = A.stack(runs, early_key)
+        s, _, v = stack(runs, early_key)
         keep = (s > 0) & (s <= train_until)
         ax_train.plot(s[keep], v.mean(0)[keep], color=col, ls=ls, lw=1.4, label=a)
     what = "train loss" if early_key == "train_loss" else "val loss on the val subset"
@@ -49,7 +51,7 @@ def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val
     for a, b in pairs:
         if not (by.get(a) and by.get(b)):
             continue
-        s, m, lo, hi, n = A.gap_curve(by[a], by[b], key)
+        s, m, lo, hi, n = gap_curve(by[a], by[b], key)
         keep = s >= start
         col = (colors or {}).get((a, b), COLORS.get(b, "gray"))
         ax.plot(s[keep], m[keep], color=col, marker="o", ms=2.5, label=f"{a} - {b} ({n} seeds)")
@@ -57,7 +59,7 @@ def gaps(ax, by, pairs, title, key="val_loss", colors=None, start=1, ylabel="val
         drawn += 1
     ax.axhline(0, color="k", lw=0.8)
     if margin:
-        ax.axhspan(-A.MARGIN, A.MARGIN, color="grey", alpha=0.25, label=f"+-{A.MARGIN} margin of 'alike'")
+        ax.axhspan(-MARGIN, MARGIN, color="grey", alpha=0.25, label=f"+-{MARGIN} margin of 'alike'")
     ax.set(title=title, xlabel="step", ylabel=ylabel)
     if drawn:
         ax.legend(fontsize=8, title="band: pointwise 95% interval", title_fontsize=8)
@@ -71,7 +73,7 @@ def sizes(ax, by, key, title, ylabel, transform=None, log=False):
     over seeds per arm."""
     for a in _arms(by):
         if transform is None:
-            s, _, v = A.stack(by[a], key)
+            s, _, v = stack(by[a], key)
             y = v.mean(0)
         else:
             s, y = transform(by[a])
@@ -83,20 +85,14 @@ def sizes(ax, by, key, title, ylabel, transform=None, log=False):
 OPT_STYLES = {"adamw": "-", "tiger": "--", "lamb": ":"}
 
 
-def _logged(run, key):
-    """(steps, values) of the history rows of one run that logged `key`."""
-    rows = [h for h in run["history"] if key in h]
-    return [h["step"] for h in rows], [h[key] for h in rows]
-
-
 def turns(ax_turn, ax_self, by_opt, bound=None):
-    """Lesson 05 section 10 (one seed): emb_turn, the mean angle of E's rows from their init, and self_logit, the logit
+    """Appendix B section 10 (one seed): emb_turn, the mean angle of E's rows from their init, and self_logit, the logit
     for repeating the input token above the mean, over the first 200 steps; colour = arm, line style = optimizer.
     bound: {step: sum of lr_t}, Tiger's bound on emb_turn, drawn in grey."""
     for opt, by in by_opt.items():
         for a in _arms(by):
             for ax, key in ((ax_turn, "emb_turn"), (ax_self, "self_logit")):
-                ax.plot(*_logged(by[a], key), color=COLORS.get(a, "gray"), ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"{a}, {opt}")
+                ax.plot(*curve(by[a], key), color=COLORS.get(a, "gray"), ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"{a}, {opt}")
     if bound:
         line, = ax_turn.plot(list(bound), list(bound.values()), color="gray", lw=3, alpha=0.4,
                              label="Tiger's bound: sum of lr_t")
@@ -109,10 +105,10 @@ def turns(ax_turn, ax_self, by_opt, bound=None):
 
 
 def branches(ax, by_opt):
-    """Lesson 05 section 10: logn's branch_ratio (what the residual branches add to the final norm's input, against the
+    """Appendix B section 10: logn's branch_ratio (what the residual branches add to the final norm's input, against the
     embedding) per optimizer, one seed, on a log axis with the level 1 where the branches start to dominate."""
     for opt, by in by_opt.items():
-        ax.plot(*_logged(by["logn"], "branch_ratio"), color=COLORS["logn"], ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"logn, {opt}")
+        ax.plot(*curve(by["logn"], "branch_ratio"), color=COLORS["logn"], ls=OPT_STYLES.get(opt, "-"), lw=1.5, label=f"logn, {opt}")
     ax.axhline(1, color="k", lw=0.8)
     ax.set(title="what the branches add to the final norm's input", xlabel="step", yscale="log",
            ylabel="rms(x_L - x_0) / rms(x_0)")
@@ -134,5 +130,5 @@ def shared_ylim(axes, pad=0.01):
 
 def zoom(ax, by, span=1.2):
     """Limit ax's y range to the part of the val curves that differ (from the lowest loss to `span` nats above it)."""
-    low = min(float(np.min(A.stack(r)[2])) for r in by.values())
+    low = min(float(np.min(stack(r)[2])) for r in by.values())
     ax.set_ylim(low - 0.05, low + span)

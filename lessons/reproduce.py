@@ -2,54 +2,29 @@
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
     python lessons/reproduce.py --help  # the plans: what each does, how many runs, how long the committed ones took
-    python lessons/reproduce.py live    # ~6 minutes on a 2-core CPU: a CHECK, not a demonstration of the finding:
-                                        # re-makes the 24 committed live-scale runs into a fresh folder
-                                        # (out/reproduce/live) and compares each final val loss with the committed
-                                        # one, after checking that it trains on the corpus they were made on
-    python lessons/reproduce.py d768    # the seed's regime: d=768, zero-init residuals, sigma 0.02 and d^-1/2,
-                                        # warmup + cosine over 1200 steps, 42 runs (a run: ~25 min with two
-                                        # workers on 2 idle cores; lesson 04 prints the measured median)
-    python lessons/reproduce.py optim   # lesson 05's campaign: d768 under AdamW, Tiger and LAMB (its plan and rules
-                                        # are in lessons/analysis05.py; ~65 runs, days on 2 cores)
-    python lessons/reproduce.py turn    # lesson 05 section 10: 12 runs of its first 200 steps with log_rows
-                                        # (~6 min each with two workers)
-    python lessons/reproduce.py cause   # why the optimizer decides (issue 33): controls that change one thing each,
-                                        # 400 steps of the optim schedule (plan and rules: lessons/cause.py;
-                                        # ~60 runs of ~10 min, and 8 sweep runs of ~27 min, two workers)
+    python lessons/reproduce.py live    # ~6 min on 2 cores: a CHECK, not the finding: re-makes the 24 committed
+                                        # live-scale runs into out/reproduce/live and compares each final val loss
+    python lessons/reproduce.py d768    # appendix A: 42 runs of ~25 min (two workers on 2 idle cores)
+    python lessons/reproduce.py optim   # appendix B: ~65 runs under AdamW, Tiger and LAMB; days on 2 cores
+    python lessons/reproduce.py turn    # appendix B section 10: 12 runs of its first 200 steps
+    python lessons/reproduce.py cause   # appendix B section 11: ~60 runs of 400 steps and 8 sweep runs
     python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
     python lessons/reproduce.py gpt2
 
-Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds
-runs (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run
-a subset (a name the plan lacks is refused with the list of those it has), --ckpt_dir=DIR to checkpoint runs in
-progress. Each finished run is one JSON file in the folder,
-written atomically; a restarted script skips the runs already there, so an interrupt loses at most the run in
-progress. With --ckpt_dir it loses at most the steps since that run's last evaluation: each run in progress
-keeps train.py's checkpoint (model, optimizer, RNG states; written at every evaluation and on Ctrl-C) in
-DIR/<run>/, a restarted worker continues it bit for bit (train.py's resume, tested), and the folder is removed
-once the run's JSON is written. A d768 checkpoint is ~0.3 GB per run in progress.
+Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds runs
+(without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run a subset (a
+name the plan lacks is refused with the list it has), --ckpt_dir=DIR to checkpoint runs in progress. Each finished run
+is one JSON file, written atomically, and a restarted worker skips the runs already there; with --ckpt_dir a run in
+progress keeps train.py's checkpoint (~0.3 GB at d768, written at every evaluation and on Ctrl-C) in DIR/<run>/ and a
+restarted worker continues it bit for bit. Two workers may share a folder (each run is claimed with an flock on
+`.<run>.lock`): on a 2-core CPU, `OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --resume=true ... &` twice.
 
-Two workers may share a folder: each run is claimed with an flock on `.<run>.lock` (released when its process
-dies), so on a 2-core CPU `OMP_NUM_THREADS=1` twice side by side is the fastest way through a plan:
-
-    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true \
-        --ckpt_dir=out/reproduce/ckpt &
-    OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --out=lessons/data/repro_d768 --resume=true \
-        --ckpt_dir=out/reproduce/ckpt &
-
-Seeds. In the d768 scale the run's seed drives both the model init and the training data order
-(data_seed = seed): two seeds differ in both, and comparisons are paired by seed. Two heads of one seed see
-the same batches; tied, logn, untied, shuffle and channel also share the init draw, but ortho, bert and the
-control build their head's weights before the blocks are initialised (tiedgpt.GPT.__init__), which uses up
-random numbers, so their init draw differs (kept: changing it would change the committed runs). The older scales (live, full, gpt2) fixed the data order (data_seed = 0) and varied only the
-init; their plans are kept as they were so that the committed runs can be re-made and compared.
-
-The analysis (what counts as slower, alike, different) is in lessons/analysis.py, written before the d768 data.
+The plans (which runs, with which settings and seeds) are in lessons/plans.py; a run's record is read and written by
+lessons/records.py; the rules, written before the data, are in lessons/preregistrations/.
 """
 
 import dataclasses
 import fcntl
-import json
 import math
 import os
 import platform
@@ -57,205 +32,26 @@ import shutil
 import subprocess
 import sys
 import time
+from statistics import median
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WAIT_S = 30  # a worker with nothing to run while another makes a run the plan waits for checks again after this
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+WAIT_S = 30  # a worker with nothing to run while another makes a run the plan waits for checks again after this
+if __name__ == "__main__":  # run as a script: train.py and tiedgpt.py sit in the repository root
+    sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from tiedgpt import GPT  # noqa: E402
+from data.prepare import load_data  # noqa: E402
+from plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
-from train import Config, Diverged, TrainingError, evaluations_at, load_data, train  # noqa: E402
+from records import committed_path, file_name, last_logged, load_runs, run_id, write_atomic  # noqa: E402
+from tiedgpt import GPT  # noqa: E402
+from train import Diverged, TrainingError, evaluations_at, train  # noqa: E402
 
-CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the seed's comparison
-# bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the seed
-# itself suggests; scale (a learned logit scale) is ours
-ALL_HEADS = CORE_HEADS + ["bert", "channel", "scale"]
-SEEDS = [1, 2, 3]
-SCALES = ("live", "full", "gpt2", "d768", "optim", "turn", "cause")
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
         "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio", "head_opnorm",
         "logit_scale")
-
-# Shared settings of the older scales. vocab='corpus' restricts the softmax to the tokens Tiny Shakespeare
-# uses (n = 11,706, ln n = 9.37) so a CPU can afford the grid; sigma = d^-1/2 keeps d*sigma = sqrt(d) >> ln n.
-BASE = dict(dataset="shakespeare", vocab="corpus", n_head=4, block_size=64, batch_size=8, lr=1e-3,
-            warmup_iters=0, weight_decay=0.1, grad_clip=1.0, eval_iters=4, log_interval=10, data_seed=0,
-            out_dir="", sample_tokens=0)
-
-# The d768 scale: the seed's regime. GPT-2 small's width and head size (12 heads of 64), zero-initialised
-# residual branches (tiedgpt's default), 2 layers (what a CPU affords at this width), warmup then cosine,
-# 1200 steps = 614K tokens = 2 epochs of Tiny Shakespeare's train split, validation on the WHOLE val split
-# (33.8K tokens) every 100 steps. data_seed=None: the run's seed drives the data order too.
-D768 = dict(BASE, n_layer=2, n_embd=768, n_head=12, max_iters=1200, warmup_iters=100, eval_interval=100,
-            eval_iters=8, eval_full_val=True, data_seed=None)
-LOGN_SIGMA = "ln(n)/d"  # emb_std placeholder: logn's sigma, resolved with the corpus's n when the run starts
-
-# Arms: a head, or a head with another init. 'control' is ortho (no self-logit: a random rotation after the
-# norm) at logn's small sigma = ln(n)/d. logn and control share sigma and differ in the self-logit; ortho and
-# control share the head and differ in sigma. So if control lags like logn, the small sigma is the cause.
-ARMS = {h: dict(head=h) for h in ALL_HEADS}
-ARMS["control"] = dict(head="ortho", emb_std=LOGN_SIGMA)
-# The cause plan's control without a learned matrix (lessons/cause.py, part a): the half swap at logn's sigma. It shares
-# logn's sigma and has no self-logit, like the control, but nothing in its head learns (ortho's P does).
-ARMS["shuffle_logn"] = dict(head="shuffle", emb_std=LOGN_SIGMA)
-
-
-# The optim scale (lesson 05): the d768 configuration under AdamW, Tiger and LAMB. Its plan, rules R, B and S and its
-# statistics are pre-registered in lessons/analysis05.py. Branches start near zero (rule R: Tiger can't move exact
-# zeros), the first 200 steps are evaluated densely on a val subset, and weight decay is each optimizer's own.
-OPTIM = dict(D768, residual_std=1e-4, dense_val_until=200, dense_val_windows=128, weight_decay=None)
-OPTIM_ADAMW_LR = 1e-3  # lesson 04's
-OPTIM_CHECK_LR = dict(adamw=1e-3, tiger=1e-2, lamb=1e-2)
-TURN_LR = 3e-3  # the lr sweep S chose for Tiger and for LAMB (lesson 05 section 2 prints it from the sweep's runs)
-
-
-def optim_decisions(runs):
-    """The plan's two decisions from its own first runs (analysis05's check B and sweep S): dict(check, dtype,
-    lr, sweep_next). dtype is None until check B is done; lr[opt] None until sweep S has chosen."""
-    import analysis05 as A5
-    check = A5.bf16_check({(r["config"]["optimizer"], r["arm"], r["config"]["dtype"]): r
-                           for r in runs if r["group"].startswith("check ")},
-                          planned=[(opt, arm) for opt in OPTIM_CHECK_LR for arm in ("tied", "logn")])
-    dtype = ("bfloat16" if check["passed"] else "float32") if check["done"] else None
-    lr, sweep_next = {}, {}
-    for opt in A5.RELATIVE:
-        best = {r["config"]["lr"]: r["best_val"] for r in runs if r["group"].startswith(f"sweep {opt} ")}
-        pick = A5.pick_lr(best)
-        lr[opt], sweep_next[opt] = pick["lr"], pick["next"]
-    return dict(check=check, dtype=dtype, lr=lr, sweep_next=sweep_next)
-
-
-def plan_optim(runs=()):
-    """The optim scale's plan as far as its decisions allow: check B first; once it is done, sweep S (in its dtype);
-    once an optimizer's lr is chosen, that optimizer's runs. Re-planned by the workers after every run."""
-    import analysis05 as A5
-
-    def arms(group, names, seeds, **kw):
-        return [(group, a, {**OPTIM, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]  # the arm's sigma wins
-
-    out = []
-    for opt, lr in OPTIM_CHECK_LR.items():
-        for dtype in ("float32", "bfloat16"):
-            out += arms(f"check {opt} {dtype}", ["tied", "logn"], [1], emb_std=0.02, optimizer=opt, lr=lr,
-                        dtype=dtype, max_iters=300)
-    dec = optim_decisions(runs)
-    dtype = dec["dtype"]
-    if dtype is None:
-        return out
-    for opt in A5.RELATIVE:
-        done = [r["config"]["lr"] for r in runs if r["group"].startswith(f"sweep {opt} ")]
-        for lr in sorted(set(done) | set(dec["sweep_next"][opt])):
-            out += arms(f"sweep {opt} lr={lr:g}", ["tied"], [A5.SWEEP_SEED], emb_std=0.02, optimizer=opt, lr=lr,
-                        dtype=dtype)
-    six, three = ["logn", "control", "ortho"], ["tied", "shuffle", "untied"]
-    full = dtype == "bfloat16"  # fp32 (check B failed) costs ~2.7x: seeds 4-5 and sigma = d^-1/2 are cut
-    main = {opt: dict(optimizer=opt, lr=dec["lr"][opt], dtype=dtype) for opt in A5.RELATIVE if dec["lr"][opt]}
-    for opt, kw in main.items():
-        out += arms(opt, six + three, [1, 2, 3], emb_std=0.02, **kw)
-    out += arms("adamw", six, [1, 2, 3], emb_std=0.02, optimizer="adamw", lr=OPTIM_ADAMW_LR, dtype=dtype)
-    if full:
-        for opt, kw in main.items():
-            out += arms(opt, six, [4, 5], emb_std=0.02, **kw)
-        for opt, kw in main.items():
-            out += arms(f"{opt} d^-1/2", ["ortho", "tied", "untied", "shuffle"], [1, 2, 3], emb_std=None, **kw)
-    return out
-
-
-def plan_cause(runs=()):
-    """The cause plan (lessons/cause.py, whose docstring fixes its order, arms and rules): every run the first 400 steps
-    of the optim campaign's schedule (its cosine still runs to step 1200) with log_rows, fp32 (the campaign's dtype);
-    the twins' lr sweeps run the whole schedule, as sweep S did. Re-planned after every run: the twins' runs at their
-    own lr wait for their sweep."""
-    import cause
-    base = {**OPTIM, "emb_std": 0.02, "dtype": "float32", "max_iters": cause.STEPS, "lr_decay_iters": OPTIM["max_iters"],
-            "log_rows": True}
-
-    def arms(group, names, seeds, **kw):
-        return [(group, a, {**base, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]  # the arm's sigma wins
-
-    lr = TURN_LR
-    out = arms("ref tiger", ["ortho"], [1], optimizer="tiger", lr=lr)  # a re-make of committed steps: check R
-    out += arms("a tiger", ["shuffle_logn"], cause.SEEDS, optimizer="tiger", lr=lr)
-    out += arms("a lamb", ["shuffle_logn"], cause.SEEDS, optimizer="lamb", lr=lr)
-    out += arms(f"b tiger-twin lr={lr:g}", cause.B_ARMS, cause.SEEDS, optimizer="tiger", relative="none", lr=lr)
-    for rel in ("embedding", "body"):
-        out += arms(f"c tiger {rel}-only lr={lr:g}", cause.C_ARMS, cause.SEEDS, optimizer="tiger", relative=rel, lr=lr)
-    out += arms(f"b lamb-twin lr={lr:g}", cause.B_ARMS, cause.SEEDS, optimizer="lamb", relative="none", lr=lr)
-    out += arms("ref lamb", ["ortho"], [1], optimizer="lamb", lr=lr)
-    picks = cause.twin_lrs(runs)
-    for opt in ("tiger", "lamb"):
-        done = [r["config"]["lr"] for r in runs if r["group"].startswith(f"sweep {opt}-twin ")]
-        for slr in sorted(set(done) | set(picks[opt]["next"])):
-            out += [(f"sweep {opt}-twin lr={slr:g}", "tied", {**base, **ARMS["tied"], "seed": cause.SWEEP_SEED,
-                     "optimizer": opt, "relative": "none", "lr": slr, "max_iters": OPTIM["max_iters"],
-                     "lr_decay_iters": None})]
-    for opt in ("tiger", "lamb"):
-        if picks[opt]["lr"] is not None and picks[opt]["lr"] != lr:
-            out += arms(f"b {opt}-twin lr={picks[opt]['lr']:g}", cause.B_ARMS_PICKED, cause.SEEDS, optimizer=opt,
-                        relative="none", lr=picks[opt]["lr"])
-    return out
-
-
-def pending_decisions(scale, runs):
-    """What the plan still waits for before it is whole (the optim and cause plans depend on their own runs)."""
-    if scale == "cause":
-        import cause
-        return [f"the {opt} twin's lr sweep" for opt, p in cause.twin_lrs(runs).items() if p["lr"] is None]
-    if scale != "optim":
-        return []
-    dec = optim_decisions(runs)
-    return (["check B (bf16)"] if dec["dtype"] is None else []) + \
-        [f"sweep S ({opt})" for opt, lr in dec["lr"].items() if lr is None]
-
-
-def plan(scale, runs=()):
-    """(group, arm, overrides) triples, most important first: a worker takes them in this order. `runs`: the runs
-    made so far, which the optim scale's plan depends on (check B, sweep S)."""
-    if scale == "optim":
-        return plan_optim(runs)
-    if scale == "cause":
-        return plan_cause(runs)
-    if scale == "turn":  # after the optim campaign, exploratory (analysis05's docstring): the first 200 of its steps
-        # (the same schedule: its cosine still runs to step 1200) with log_rows, seed 1, at the campaign's lrs
-        lrs = dict(adamw=OPTIM_ADAMW_LR, tiger=TURN_LR, lamb=TURN_LR)
-        runs = [(opt, a, {**OPTIM, "emb_std": 0.02, **ARMS[a], "seed": 1, "optimizer": opt, "lr": lr, "dtype": "float32",
-                          "max_iters": 200, "lr_decay_iters": OPTIM["max_iters"], "log_rows": True})
-                for opt, lr in lrs.items() for a in ("logn", "control", "ortho")]
-        # then logn again per optimizer, the same run, now that log_rows also logs branch_ratio (section 10's question)
-        return runs + [(f"{g} branches", a, o) for g, a, o in runs if a == "logn"]
-    if scale == "live":
-        main = dict(BASE, n_layer=1, n_embd=256, max_iters=150, eval_interval=15)
-        return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS]
-    if scale == "gpt2":  # GPT-2's width and init (d sigma = 15.4), full's depth and length
-        main = dict(BASE, n_layer=2, n_embd=768, emb_std=0.02, max_iters=300, eval_interval=25)
-        return [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
-    if scale == "d768":
-        def arms(group, names, seeds, **kw):
-            # the arm's own init (control's ln(n)/d) wins over the group's
-            return [(group, a, dict(D768, **kw, **ARMS[a], seed=s)) for s in seeds for a in names]
-        # logn and the control have sigma = ln(n)/d whatever the other heads use: one set of runs serves both
-        # settings. 1. The primary comparison, seed by seed: logn, the control, and ortho at GPT-2's sigma.
-        runs = []
-        for s in [1, 2, 3, 4, 5]:
-            runs += arms("sigma=ln(n)/d", ["logn", "control"], [s]) + arms("sigma=0.02", ["ortho"], [s], emb_std=0.02)
-        # 2. the rest of the seed's heads at sigma = 0.02, 3 seeds (bert/channel: claim 2 with and without them)
-        runs += arms("sigma=0.02", ["tied", "untied", "shuffle"], SEEDS, emb_std=0.02)
-        runs += arms("sigma=0.02", ["bert", "channel"], SEEDS, emb_std=0.02)
-        # 3. the seed's other common init, sigma = d^-1/2 (d sigma = 27.7), 3 seeds
-        return runs + arms("sigma=d^-1/2", ["ortho", "tied", "untied", "shuffle"], SEEDS)
-    main = dict(BASE, n_layer=2, n_embd=256, max_iters=300, eval_interval=25)
-    runs = [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in CORE_HEADS]
-    sweeps = [("lr=3e-3", dict(lr=3e-3)), ("d=512", dict(n_embd=512)), ("warmup=100", dict(warmup_iters=100)),
-              ("d=128", dict(n_embd=128)), ("lr=3e-4", dict(lr=3e-4))]
-    for group, knob in sweeps:
-        runs += [(group, h, dict(main, head=h, seed=1, **knob)) for h in CORE_HEADS]
-    runs += [("main", h, dict(main, head=h, seed=s)) for s in SEEDS for h in ALL_HEADS[5:]]
-    runs += [("steps=1200", h, dict(main, head=h, seed=1, max_iters=1200, eval_interval=50)) for h in CORE_HEADS]
-    return runs + [("n=50257", h, dict(main, head=h, seed=1, vocab="full")) for h in CORE_HEADS]
-
 
 # What each plan is for, for --help (how many runs and how long they took is computed from the plan and the
 # committed runs). A plan without a line here is described by this file's docstring.
@@ -269,24 +65,23 @@ PLAN_HELP = dict(
     d768="the post's regime (lesson 04, appendix A): d=768, zero-init residuals, sigma 0.02 and d^-1/2, warmup + "
          "cosine over 1200 steps, whole-split val",
     optim="appendix B's campaign: d768 under AdamW, Tiger and LAMB; check B and sweep S first, the plan grows as "
-          "they decide (rules in lessons/analysis05.py)",
+          "they decide (rules in lessons/preregistrations/appendix_b.md)",
     turn="appendix B section 10: the first 200 steps of 3 arms per optimizer with log_rows, then logn again with "
          "branch_ratio",
     cause="appendix B section 11: controls that change one thing each (absolute twins of Tiger and LAMB, shuffle at "
           "logn's sigma, Tiger relative on the embedding or the body only), 400 steps of the optim schedule, ~10 min "
-          "a run on one thread plus 8 sweep runs of ~27 min (plan and rules in lessons/cause.py)",
+          "a run on one thread plus 8 sweep runs of ~27 min (plan and rules in lessons/preregistrations/cause.md)",
 )
 
 
 def plan_help():
     """--help's text: usage, and for each plan what it does, its runs, and how long the committed ones took."""
-    import statistics
     lines = [__doc__.strip().splitlines()[0], "", USAGE, "", "plans:"]
     for scale in SCALES:
         committed = load_runs(committed_path(scale))
         n = len(plan(scale, committed))
         walls = [r["wall_s"] for r in committed if isinstance(r.get("wall_s"), (int, float))]
-        took = (f"the {len(walls)} committed runs took a median {statistics.median(walls) / 60:.0f} min each, "
+        took = (f"the {len(walls)} committed runs took a median {median(walls) / 60:.0f} min each, "
                 f"{sum(walls) / 3600:.1f} h of worker time in all, on the machine that made them" if walls
                 else "no committed runs to time")
         lines.append(f"  {scale:6} {PLAN_HELP.get(scale, 'see the docstring of lessons/reproduce.py')}. "
@@ -305,101 +100,6 @@ def plan_names(scale, runs=()):
     return out
 
 
-def run_id(group, arm, seed):
-    return f"{group}|{arm}|seed={seed}"
-
-
-def config_for(overrides):
-    """The Config of one run, with the ln(n)/d placeholder resolved from the corpus's n."""
-    if overrides.get("emb_std") == LOGN_SIGMA:
-        n = load_data(Config(**{**overrides, "emb_std": None}), log=lambda *a: None)[0].vocab_size
-        overrides = dict(overrides, emb_std=math.log(n) / overrides["n_embd"])
-    return Config(**overrides)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Storage: a folder with one JSON file per run (or, for the older committed scales, one JSON file).
-
-def _file_name(rid):
-    return "".join(ch if ch.isalnum() or ch in "=.-_" else "_" for ch in rid.replace("|", "__")) + ".json"
-
-
-def _read_json(path):
-    """A JSON file's contents, or one line naming the file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:80]}); move it aside or delete it "
-                         f"(a run's record: without it the run is made again)") from None
-    except OSError as e:
-        raise ValueError(f"{path} can't be read: {e.strerror or e}") from None
-
-
-# What every reader of a run record relies on (reproduce, analysis, analysis05, the lessons), field by field.
-RECORD_FIELDS = dict(id=str, group=str, seed=int, history=list)
-RECORD_OPTIONAL = dict(arm=str, head=str, config=dict, n=int, d=int, corpus=dict, best_val=(int, float),
-                       last_val=(int, float), sigma=(int, float), wall_s=(int, float))
-
-
-def check_record(r, where):
-    """Refuse, in one line naming the file and the field, a run record that is not shaped as run_one writes them."""
-    def wrong(v, t):
-        return not isinstance(v, t) or isinstance(v, bool)
-    if not isinstance(r, dict):
-        raise ValueError(f"{where} is not a run record: a {type(r).__name__}, not a JSON object")
-    for k, t in RECORD_FIELDS.items():
-        if wrong(r.get(k), t):
-            raise ValueError(f"{where} is not a run record: its {k!r} is "
-                             f"{'missing' if k not in r else repr(r[k])[:30]}, not a {t.__name__}")
-    for k, t in RECORD_OPTIONAL.items():
-        if k in r and r[k] is not None and wrong(r[k], t):
-            raise ValueError(f"{where}: its {k!r} is {repr(r[k])[:30]}, of the wrong type")
-    for i, h in enumerate(r["history"]):
-        if not isinstance(h, dict) or wrong(h.get("step"), int):
-            raise ValueError(f"{where}: its history[{i}] is not a row with a whole 'step'")
-        bad = [k for k, v in h.items() if k != "step" and v is not None and wrong(v, (int, float))]
-        if bad:
-            raise ValueError(f"{where}: its history[{i}][{bad[0]!r}] is {repr(h[bad[0]])[:30]}, not a number")
-
-
-def load_runs(path):
-    """The runs stored at `path`: a folder of per-run JSON files, or one JSON file with a 'runs' list. Each is
-    checked (check_record): a file of the wrong shape is one line naming it and the field."""
-    if os.path.isdir(path):
-        runs = []
-        for name in sorted(os.listdir(path)):
-            if name.endswith(".json") and not name.startswith("."):
-                r = _read_json(os.path.join(path, name))
-                check_record(r, os.path.join(path, name))
-                if _file_name(r["id"]) != name:
-                    raise ValueError(f"{os.path.join(path, name)} holds run {r['id']!r}, whose file is "
-                                     f"{_file_name(r['id'])}: a copied or renamed record; move it aside")
-                runs.append(r)
-        return runs
-    if os.path.exists(path):
-        data = _read_json(path)
-        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
-            raise ValueError(f"{path} is not a file of runs: a JSON object with a 'runs' list")
-        for i, r in enumerate(data["runs"]):
-            check_record(r, f"{path} runs[{i}]")
-        return data["runs"]
-    return []
-
-
-def committed_path(scale):
-    """Where the committed runs of a scale live (a folder for d768, one file for the older scales)."""
-    folder = os.path.join(HERE, "data", f"repro_{scale}")
-    return folder if os.path.isdir(folder) or scale in ("d768", "optim", "turn", "cause") else folder + ".json"
-
-
-def _write_atomic(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.replace(tmp, path)
-
-
 def _git_commit():
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
@@ -410,7 +110,7 @@ def _git_commit():
 
 def _ckpt_folder(ckpt_dir, rid):
     """Where run `rid` keeps its checkpoint under --ckpt_dir: a folder named like its JSON file."""
-    return os.path.join(ckpt_dir, _file_name(rid)[:-len(".json")])
+    return os.path.join(ckpt_dir, file_name(rid)[:-len(".json")])
 
 
 def _ckpt_step(folder):
@@ -427,8 +127,8 @@ def _ckpt_step(folder):
 
 
 def final_window_losses(folder, config, val_data, lut):
-    """The loss of every whole-split val window (train.window_losses) under the model in folder/ckpt.pt, which
-    at the end of a run is the final model. Lesson 04 reads the measurement noise of a val loss off them."""
+    """The loss of every whole-split val window (probes.window_losses) under the model in folder/ckpt.pt, which
+    at the end of a run is the final model. Appendix A reads the measurement noise of a val loss off them."""
     state = torch.load(os.path.join(folder, "ckpt.pt"), map_location="cpu", weights_only=True)  # data, not code
     model = GPT(config.model_config())
     model.load_state_dict(state["model"])
@@ -439,7 +139,7 @@ def diverged_history(history, step, config):
     """A diverged run's history as the run would have logged it had it gone on: its rows before `step`, then a
     non-finite loss at every evaluation from `step` to the end (weights that hold a NaN or inf keep producing one).
     Its statistics are then what they mean: `best` and `last` non-finite, `early` finite only if the first half
-    was clean; the analysis names such a comparison "invalid (non-finite loss)" (analysis.py, amendment f). If the
+    was clean; the analysis names such a comparison "invalid (non-finite loss)" (stats.compare). If the
     training loss went non-finite at an evaluation step, that step's (finite) evaluation is recorded as NaN too: one
     point, and best is NaN by design anyway. The JSON then holds the bare token NaN, which Python's json reads back
     (a strict JSON reader would not)."""
@@ -477,7 +177,7 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
     t0 = time.time()
     try:
         history, diverged = train(config, progress=False, log=lambda *a: None), None
-    except Diverged as e:  # a result, not a crash: kept as a record (analysis amendment f), so the plan goes on
+    except Diverged as e:  # a result, not a crash: recorded (the statistics call it invalid)
         history, diverged = diverged_history(e.history, e.step, config), e.step
         log(f"{rid}: the loss went non-finite at step {diverged}; recorded as diverged")
     wall = time.time() - t0
@@ -585,8 +285,8 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
         ran = False
         for group, arm, overrides in todo(runs):
             rid = run_id(group, arm, overrides["seed"])
-            path = os.path.join(out, _file_name(rid))
-            with open(os.path.join(out, "." + _file_name(rid) + ".lock"), "w") as lock:
+            path = os.path.join(out, file_name(rid))
+            with open(os.path.join(out, "." + file_name(rid) + ".lock"), "w") as lock:
                 try:  # another worker has this run: take the next one
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -594,7 +294,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
                 if os.path.exists(path):  # finished by another worker meanwhile
                     continue
                 record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
-                _write_atomic(path, record)
+                write_atomic(path, record)
                 if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
                     shutil.rmtree(_ckpt_folder(ckpt_dir, rid), ignore_errors=True)
             done += 1
@@ -629,8 +329,7 @@ def compare_with_committed(scale, out, log=print):
                              f"not comparable, so not compared (put Tiny Shakespeare at data/shakespeare/input.txt)")
     diffs = []
     for rid in both:
-        a = [h["val_loss"] for h in old[rid]["history"] if h.get("val_loss") is not None][-1]
-        b = [h["val_loss"] for h in new[rid]["history"] if h.get("val_loss") is not None][-1]
+        a, b = last_logged(old[rid], "val_loss"), last_logged(new[rid], "val_loss")
         diffs.append(abs(a - b))
         log(f"  {rid:28} committed {a:.4f}  now {b:.4f}  diff {b - a:+.5f}")
     log(f"{len(both)} runs compared with {committed_path(scale)}: largest |diff| {max(diffs):.5f} nats "

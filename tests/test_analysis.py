@@ -1,4 +1,5 @@
-"""lessons/analysis.py: the rules that turn lesson 04's runs into words, tested on data where the truth is known.
+"""lessons/stats.py, claims.py and appendix_a.py: the rules that turn the runs into words, tested on data where the
+truth is known.
 
 A rule that calls equal things "different" 30% of the time, or never finds a real difference, would make the
 lesson's verdicts worthless whatever the experiment. So the rules are run on synthetic curves: every arm equal
@@ -14,7 +15,11 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import analysis as A  # noqa: E402
+import appendix_a as A  # noqa: E402
+import claims as C  # noqa: E402
+import plans  # noqa: E402
+import records  # noqa: E402
+import stats as S  # noqa: E402
 
 ARMS = ["tied", "logn", "untied", "ortho", "shuffle", "control"]
 DRAWS = 2000
@@ -25,7 +30,7 @@ def verdicts(effects, seeds, draws=DRAWS, rng=0, **kw):
     rng = np.random.default_rng(rng)
     out = {}
     for _ in range(draws):
-        for claim, v in A.all_claims(A.by_arm(A.synthetic_runs(effects, seeds, rng=rng, **kw))).items():
+        for claim, v in C.all_claims(records.by_arm(C.synthetic_runs(effects, seeds, rng=rng, **kw))).items():
             out.setdefault(claim, []).append(v["verdict"])
     return out
 
@@ -35,22 +40,22 @@ def rate(words, word):
 
 
 def test_a_clear_difference_is_called_higher_and_a_tiny_one_alike():
-    assert A.compare([0.10, 0.11, 0.09])["word"] == "A higher"
-    assert A.compare([-0.10, -0.11, -0.09])["word"] == "A lower"
-    assert A.compare([0.001, -0.001, 0.0005])["word"] == "alike"
-    assert A.compare([0.05, -0.05, 0.04])["word"] == "inconclusive"  # no difference found is NOT "alike"
-    assert A.compare([0.01, 0.0101, 0.0099])["word"] == "A higher (within the margin)"
+    assert S.compare([0.10, 0.11, 0.09])["word"] == "A higher"
+    assert S.compare([-0.10, -0.11, -0.09])["word"] == "A lower"
+    assert S.compare([0.001, -0.001, 0.0005])["word"] == "alike"
+    assert S.compare([0.05, -0.05, 0.04])["word"] == "inconclusive"  # no difference found is NOT "alike"
+    assert S.compare([0.01, 0.0101, 0.0099])["word"] == "A higher (within the margin)"
 
 
 def test_fewer_than_three_seeds_give_no_verdict():
-    assert A.compare([0.1, 0.2])["word"] == "pending"
-    runs = A.synthetic_runs({a: 0.0 for a in ARMS}, seeds=2, rng=0)
-    assert {v["verdict"] for v in A.all_claims(A.by_arm(runs)).values()} == {"PENDING"}
+    assert S.compare([0.1, 0.2])["word"] == "pending"
+    runs = C.synthetic_runs({a: 0.0 for a in ARMS}, seeds=2, rng=0)
+    assert {v["verdict"] for v in C.all_claims(records.by_arm(runs)).values()} == {"PENDING"}
 
 
 def test_confidence_interval_is_the_textbook_t_interval():
     d = [1.0, 2.0, 3.0]  # mean 2, sd 1, n 3: 2 +- t(0.975, 2) / sqrt(3) = 2 +- 4.303 / 1.732
-    lo, hi = A.interval(d, 0.95)
+    lo, hi = S.interval(d, 0.95)
     assert (lo, hi) == pytest.approx((2 - 4.3027 / math.sqrt(3), 2 + 4.3027 / math.sqrt(3)), rel=1e-4)
 
 
@@ -60,8 +65,8 @@ def test_equal_arms_are_called_different_about_five_percent_of_the_time():
     rng = np.random.default_rng(1)
     calls = []
     for _ in range(DRAWS):
-        by = A.by_arm(A.synthetic_runs({"logn": 0.0, "ortho": 0.0}, seeds=3, rng=rng))
-        calls.append(A.compare(A.paired(by["logn"], by["ortho"], "early"))["word"].startswith("A "))
+        by = records.by_arm(C.synthetic_runs({"logn": 0.0, "ortho": 0.0}, seeds=3, rng=rng))
+        calls.append(S.compare(records.paired(by["logn"], by["ortho"], "early"))["word"].startswith("A "))
     assert 0.03 < np.mean(calls) < 0.07
 
 
@@ -86,7 +91,7 @@ def test_a_planted_lag_of_logn_is_found_most_of_the_time():
     run_sd = 0.015
     unit = run_sd * math.sqrt(2 / 6)  # early averages 6 evaluations; a difference has two runs' noise
     lag = 3 * unit
-    assert lag > A.MARGIN
+    assert lag > S.MARGIN
     v = verdicts(dict({a: 0.0 for a in ARMS}, logn=lag), seeds=5, draws=500, rng=7, run_sd=run_sd)
     assert rate(v["1 logn slowest"], "SUPPORTED") >= 0.8
     assert rate(v["control: why logn is slow"], "self-logit") >= 0.8
@@ -107,30 +112,30 @@ def test_truly_equal_arms_with_small_noise_are_called_alike():
 
 
 def test_two_points_are_never_a_trend():
-    assert A.trend([1.0, 2.0]) == "too few points"
-    assert A.trend([1.0, 2.0, 3.0]) == "increasing"
-    assert A.trend([3.0, 1.0, 0.5]) == "decreasing"
-    assert A.trend([1.0, 3.0, 2.0]) == "no monotone trend"
+    assert S.trend([1.0, 2.0]) == "too few points"
+    assert S.trend([1.0, 2.0, 3.0]) == "increasing"
+    assert S.trend([3.0, 1.0, 0.5]) == "decreasing"
+    assert S.trend([1.0, 3.0, 2.0]) == "no monotone trend"
 
 
 def test_steps_to_target_interpolates_between_evaluations():
     run = dict(history=[dict(step=0, val_loss=9.0), dict(step=100, val_loss=7.0), dict(step=200, val_loss=5.0)])
-    assert A.steps_to_target(run, 6.0) == pytest.approx(150.0)
-    assert A.steps_to_target(run, 7.0) == pytest.approx(100.0)
-    assert A.steps_to_target(run, 9.5) == 0.0
-    assert A.steps_to_target(run, 4.0) == math.inf
+    assert records.steps_to_target(run, 6.0) == pytest.approx(150.0)
+    assert records.steps_to_target(run, 7.0) == pytest.approx(100.0)
+    assert records.steps_to_target(run, 9.5) == 0.0
+    assert records.steps_to_target(run, 4.0) == math.inf
 
 
 def test_early_is_the_mean_over_the_first_half_without_step_zero():
     run = dict(history=[dict(step=s, val_loss=float(s)) for s in range(0, 1201, 100)])
-    assert A.early(run) == pytest.approx(np.mean([100, 200, 300, 400, 500, 600]))
-    assert A.best(run) == 0.0 and A.last(run) == 1200.0
+    assert records.early(run) == pytest.approx(np.mean([100, 200, 300, 400, 500, 600]))
+    assert records.best(run) == 0.0 and records.last(run) == 1200.0
 
 
 def test_d768_settings_share_the_logn_and_control_runs():
     import reproduce
     runs = [dict(group=g, arm=a, head=o["head"], seed=o["seed"], history=[]) for g, a, o in reproduce.plan("d768")]
-    s = A.settings("d768", runs)
+    s = plans.settings("d768", runs)
     for name in ("sigma=0.02", "sigma=d^-1/2"):
         assert sorted(s[name]["logn"]) == [1, 2, 3, 4, 5] and sorted(s[name]["control"]) == [1, 2, 3, 4, 5]
         assert {"tied", "untied", "ortho", "shuffle"} <= set(s[name])
@@ -140,67 +145,67 @@ def test_d768_settings_share_the_logn_and_control_runs():
 def test_the_conclusion_names_the_comparison_that_contradicts_a_claim():
     """The lesson's conclusion is generated from the verdicts: a planted logn *lead* contradicts claim 1, and the
     sentence quotes that pair with its interval rather than a bare verdict word."""
-    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=-0.08), seeds=5, seed_sd=0.03, run_sd=0.005, rng=3)
-    claims = A.all_claims(A.by_arm(runs))
-    text = A.explain("1 logn slowest", claims["1 logn slowest"])
+    runs = C.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=-0.08), seeds=5, seed_sd=0.03, run_sd=0.005, rng=3)
+    claims = C.all_claims(records.by_arm(runs))
+    text = C.explain("1 logn slowest", claims["1 logn slowest"])
     assert claims["1 logn slowest"]["verdict"] == "CONTRADICTED"
     assert "CONTRADICTED" in text and "logn - ortho" in text and "logn ahead" in text and "[" in text
-    control = A.explain_control(claims["control: why logn is slow"])
+    control = C.explain_control(claims["control: why logn is slow"])
     assert claims["control: why logn is slow"]["verdict"] == "logn not slow"
     assert "no slowness for the control to explain" in control and "AHEAD of the control" in control
 
 
 def test_the_conclusion_says_pending_with_the_seed_count():
-    runs = A.synthetic_runs({a: 0.0 for a in ARMS}, seeds=2, rng=0)
-    text = A.explain("1 logn slowest", A.all_claims(A.by_arm(runs))["1 logn slowest"])
+    runs = C.synthetic_runs({a: 0.0 for a in ARMS}, seeds=2, rng=0)
+    text = C.explain("1 logn slowest", C.all_claims(records.by_arm(runs))["1 logn slowest"])
     assert "PENDING" in text and "paired seeds in a comparison so far: 2" in text
 
 
 def test_a_claim_waits_until_every_arm_it_names_has_run():
     """The plan runs logn, the control and ortho first. Claim 1 is about *every* other fix, so beating ortho alone
     must not make logn 'slowest': the claim stays PENDING and says which arms it waits for."""
-    runs = A.synthetic_runs({"logn": 0.1, "ortho": 0.0, "control": 0.0}, seeds=5, run_sd=0.005, rng=0)
-    c = A.claim_slowest(A.by_arm(runs))
+    runs = C.synthetic_runs({"logn": 0.1, "ortho": 0.0, "control": 0.0}, seeds=5, run_sd=0.005, rng=0)
+    c = C.claim_slowest(records.by_arm(runs))
     assert c["rows"][0]["word"] == "A higher"  # logn is clearly behind ortho ...
     assert c["verdict"] == "PENDING" and c["waiting"] == ["untied", "shuffle"]  # ... but the claim waits
-    assert "waiting for untied, shuffle" in A.explain("1 logn slowest", c)
+    assert "waiting for untied, shuffle" in C.explain("1 logn slowest", c)
     assert c["rows"][0]["ci_bonferroni"] == pytest.approx(  # k counts the 3 planned comparisons, not the 1 run
-        A.interval(c["rows"][0]["diffs"], 1 - A.ALPHA / 3))
+        S.interval(c["rows"][0]["diffs"], 1 - S.ALPHA / 3))
 
 
 def test_an_inconclusive_claim_4_prints_both_interval_ends_the_rule_read():
     """Claim 4 is one-sided: 'no gain' needs F - tied's 90% interval above -MARGIN, 'a gain' its Bonferroni interval
     below 0. A fix 0.05 nats better with three noisy seeds can have a 90% interval below 0 and still a Bonferroni
     interval that reaches 0: the claim is INCONCLUSIVE, and the sentence must show the interval that left it open."""
-    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=-0.05), seeds=3, run_sd=0.02, rng=5)
-    c = A.claim_no_gain(A.by_arm(runs))
+    runs = C.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=-0.05), seeds=3, run_sd=0.02, rng=5)
+    c = C.claim_no_gain(records.by_arm(runs))
     r = next(r for r in c["rows"] if r["a"] == "logn")
     assert c["verdict"] == "INCONCLUSIVE" and not r["no_gain"] and not r["gain"]
     assert r["ci90"][1] < 0 < r["ci_bonferroni"][1]  # below tied at 90%, yet no gain shown after Bonferroni
-    text = A.explain("4 no final gain over tied", c)
-    assert "logn - tied" in text and "Bonferroni [" in text and f"above -{A.MARGIN}" in text
+    text = C.explain("4 no final gain over tied", c)
+    assert "logn - tied" in text and "Bonferroni [" in text and f"above -{S.MARGIN}" in text
 
 
 def test_ending_worse_than_tied_does_not_contradict_no_gain():
     """The author's remark is one-sided: 'the fixes gave no gain over tying'. A fix that ends clearly WORSE than
     tied agrees with it; only a fix that ends better contradicts it."""
-    worse = A.by_arm(A.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=0.1), seeds=5, run_sd=0.004, rng=1))
-    c = A.claim_no_gain(worse)
+    worse = records.by_arm(C.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=0.1), seeds=5, run_sd=0.004, rng=1))
+    c = C.claim_no_gain(worse)
     assert c["verdict"] == "SUPPORTED" and any(r["worse"] for r in c["rows"])
-    assert "WORSE than tied" in A.explain("4 no final gain over tied", c)
-    better = A.by_arm(A.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=-0.1), seeds=5, run_sd=0.004, rng=1))
-    assert A.claim_no_gain(better)["verdict"] == "CONTRADICTED"
+    assert "WORSE than tied" in C.explain("4 no final gain over tied", c)
+    better = records.by_arm(C.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=-0.1), seeds=5, run_sd=0.004, rng=1))
+    assert C.claim_no_gain(better)["verdict"] == "CONTRADICTED"
 
 
 def test_the_control_names_no_cause_from_an_inconclusive_comparison():
     """'self-logit' needs logn to lag the control AND the control to be shown not to lag ortho. With the second
     comparison inconclusive (one seed's control far behind), the control says 'undecided'."""
-    runs = A.synthetic_runs({"logn": 0.3, "control": 0.0, "ortho": 0.0}, seeds=3, run_sd=0.001, rng=2)
+    runs = C.synthetic_runs({"logn": 0.3, "control": 0.0, "ortho": 0.0}, seeds=3, run_sd=0.001, rng=2)
     for r in runs:
         if r["arm"] == "control" and r["seed"] == 3:
             for h in r["history"]:
                 h["val_loss"] += 0.15
-    v = A.control_verdict(A.by_arm(runs))
+    v = C.control_verdict(records.by_arm(runs))
     assert v["rows"][0]["word"] == "A higher" and v["rows"][1]["word"] == "inconclusive"
     assert v["verdict"] == "undecided"
 
@@ -209,14 +214,14 @@ def test_arms_exactly_one_margin_apart_are_rarely_called_alike():
     """The other side of TOST: when the true difference sits right at the margin, 'alike' is a false claim of
     equivalence, and it must come up at most ~5% of the time."""
     rng = np.random.default_rng(11)
-    calls = [A.compare(A.paired(*(lambda b: (b["logn"], b["ortho"]))(A.by_arm(A.synthetic_runs(
-        {"logn": A.MARGIN, "ortho": 0.0}, seeds=3, run_sd=0.02, rng=rng))), "early"))["alike"] for _ in range(DRAWS)]
+    calls = [S.compare(records.paired(*(lambda b: (b["logn"], b["ortho"]))(records.by_arm(C.synthetic_runs(
+        {"logn": S.MARGIN, "ortho": 0.0}, seeds=3, run_sd=0.02, rng=rng))), "early"))["alike"] for _ in range(DRAWS)]
     assert np.mean(calls) <= 0.06
 
 
 def test_synthetic_runs_can_give_arms_different_seed_counts():
-    runs = A.synthetic_runs({"logn": 0.0, "ortho": 0.0, "tied": 0.0}, seeds={"logn": 5, "ortho": 5, "tied": 3}, rng=0)
-    assert {a: sorted(s) for a, s in A.by_arm(runs).items()} == {"logn": [1, 2, 3, 4, 5], "ortho": [1, 2, 3, 4, 5],
+    runs = C.synthetic_runs({"logn": 0.0, "ortho": 0.0, "tied": 0.0}, seeds={"logn": 5, "ortho": 5, "tied": 3}, rng=0)
+    assert {a: sorted(s) for a, s in records.by_arm(runs).items()} == {"logn": [1, 2, 3, 4, 5], "ortho": [1, 2, 3, 4, 5],
                                                                    "tied": [1, 2, 3]}
 
 
@@ -234,8 +239,8 @@ def test_steps_to_target_rows_pair_by_seed_and_flag_a_target_crossed_before_the_
 def test_a_gain_over_tied_inside_the_margin_is_no_gain():
     """Claim 4 with a real but tiny gain (0.008 nats, under half the 0.02 margin) measured very precisely: the gain
     is significant, but the margin says it doesn't matter, so 'no gain' is SUPPORTED, not CONTRADICTED."""
-    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=-0.008), seeds=5, run_sd=0.002, rng=4)
-    c = A.claim_no_gain(A.by_arm(runs))
+    runs = C.synthetic_runs(dict({a: 0.0 for a in ARMS}, ortho=-0.008), seeds=5, run_sd=0.002, rng=4)
+    c = C.claim_no_gain(records.by_arm(runs))
     ortho = next(r for r in c["rows"] if r["a"] == "ortho")
     assert ortho["word"].startswith("A lower") and ortho["no_gain"] and not ortho["gain"]
     assert c["verdict"] == "SUPPORTED"
@@ -244,25 +249,25 @@ def test_a_gain_over_tied_inside_the_margin_is_no_gain():
 def test_the_control_explains_nothing_when_logn_is_not_slow():
     """The control asks *why* logn is slow. If logn is not behind ortho, a control lagging ortho must not be
     reported as 'the small sigma is the cause': there is nothing to explain."""
-    runs = A.synthetic_runs({"logn": 0.0, "ortho": 0.0, "control": 0.05}, seeds=5, run_sd=0.004, rng=5)
-    v = A.control_verdict(A.by_arm(runs))
+    runs = C.synthetic_runs({"logn": 0.0, "ortho": 0.0, "control": 0.05}, seeds=5, run_sd=0.004, rng=5)
+    v = C.control_verdict(records.by_arm(runs))
     assert v["rows"][1]["word"] == "A higher"  # the control does lag ortho ...
     assert v["verdict"] == "logn not slow"      # ... but logn doesn't, so no cause is named
 
 
 def test_alike_and_no_gain_claims_wait_for_their_arms_too():
-    runs = A.synthetic_runs({"logn": 0.0, "untied": 0.0, "ortho": 0.0}, seeds=5, run_sd=0.004, rng=6)
-    by = A.by_arm(runs)
-    c2 = A.claim_alike(by, A.CORE_FIXES, "early")
+    runs = C.synthetic_runs({"logn": 0.0, "untied": 0.0, "ortho": 0.0}, seeds=5, run_sd=0.004, rng=6)
+    by = records.by_arm(runs)
+    c2 = C.claim_alike(by, C.CORE_FIXES, "early")
     assert c2["verdict"] == "PENDING" and c2["waiting"] == ["shuffle"]
-    c4 = A.claim_no_gain(by)
+    c4 = C.claim_no_gain(by)
     assert c4["verdict"] == "PENDING" and "tied" in c4["waiting"]
 
 
 def test_a_diverged_run_is_named_not_averaged():
     """A run whose loss went non-finite makes its comparisons 'invalid', and steps-to-target skips its bad
     evaluations instead of turning every target into NaN."""
-    assert A.compare([0.01, float("nan"), 0.02])["word"] == "invalid (non-finite loss)"
+    assert S.compare([0.01, float("nan"), 0.02])["word"] == "invalid (non-finite loss)"
     mk = lambda vals: dict(history=[dict(step=s, val_loss=v) for s, v in zip((0, 100, 200), vals)])
     by = {"logn": {1: mk([9.0, float("nan"), float("nan")]), 2: mk([9.0, 6.0, 5.0])},
           "ortho": {1: mk([9.0, 8.0, 5.0]), 2: mk([9.0, 8.0, 4.0])}}
@@ -281,13 +286,13 @@ def test_measurement_noise_is_the_standard_error_over_val_windows():
     base = rng.normal(5.0, 1.0, W)                      # windows differ a lot in difficulty...
     a = dict(val_windows_last=(base + rng.normal(0.03, 0.1, W)).tolist())  # ...but both runs see the same ones
     b = dict(val_windows_last=base.tolist())
-    se = A.measurement_noise(a, b)
+    se = records.measurement_noise(a, b)
     assert se == pytest.approx(0.1 / math.sqrt(W), rel=0.1)  # the shared difficulty cancels in the pair
-    assert A.measurement_noise(a, dict()) is None            # a run made without --ckpt_dir
+    assert records.measurement_noise(a, dict()) is None            # a run made without --ckpt_dir
     # neighbours that move together (a slow drift shared by blocks of 8 windows): block SE is the larger one
     drift = np.repeat(rng.normal(0, 0.1, W // 8), 8)
     c = dict(val_windows_last=(base + drift + rng.normal(0, 0.02, W)).tolist())
-    assert A.measurement_noise(c, b, block=8) > 2 * A.measurement_noise(c, b, block=1)
+    assert records.measurement_noise(c, b, block=8) > 2 * records.measurement_noise(c, b, block=1)
     rows = A.measurement_rows({"x": {1: a, 2: a}, "y": {1: b}, "z": {1: dict()}})
     assert [(r["a"], r["b"], r["seed"]) for r in rows] == [("x", "y", 1)]
 
@@ -296,26 +301,26 @@ def test_a_contradiction_quotes_the_interval_that_decided_it_and_whether_it_clea
     """CONTRADICTED rests on a Bonferroni interval: the sentence quotes it, and says so when the difference,
     though shown to exist, was not shown to be bigger than the margin of 'alike'."""
     seeds = [0.024, 0.022, 0.020]  # a tight, real difference of about one margin
-    r = dict(a="untied", b="shuffle", **A.compare(seeds, k=3))
-    assert r["bonferroni"] == "higher" and not r["alike"] and r["ci90"][0] < A.MARGIN  # different, size unshown
-    text = A.explain("2 other fixes converge alike", dict(verdict="CONTRADICTED", stat="early", rows=[r]))
+    r = dict(a="untied", b="shuffle", **S.compare(seeds, k=3))
+    assert r["bonferroni"] == "higher" and not r["alike"] and r["ci90"][0] < S.MARGIN  # different, size unshown
+    text = C.explain("2 other fixes converge alike", dict(verdict="CONTRADICTED", stat="early", rows=[r]))
     assert "Bonferroni [" in text and "not shown to exceed" in text
-    big = dict(a="untied", b="shuffle", **A.compare([0.06, 0.05, 0.055], k=3))
-    assert "not shown to exceed" not in A.explain("2 other fixes converge alike",
+    big = dict(a="untied", b="shuffle", **S.compare([0.06, 0.05, 0.055], k=3))
+    assert "not shown to exceed" not in C.explain("2 other fixes converge alike",
                                                   dict(verdict="CONTRADICTED", stat="early", rows=[big]))
 
 
 def test_an_inconclusive_claim_says_when_a_95_percent_difference_fails_the_bonferroni_correction():
     r = dict(a="x", b="y", mean=0.03, word="A higher", bonferroni=None, alike=False, ci95=(0.001, 0.06),
              ci90=(0.01, 0.05), ci_bonferroni=(-0.01, 0.07), n=3)
-    text = A.explain("3 all fixes end alike", dict(verdict="INCONCLUSIVE", stat="best", rows=[r]))
+    text = C.explain("3 all fixes end alike", dict(verdict="INCONCLUSIVE", stat="best", rows=[r]))
     assert "not after the Bonferroni correction" in text and "too wide" not in text
 
 
 # --- what lesson 04 reports beside the rules (added 2026-11-25; descriptive, no verdict changes) ----------------
 
 def test_each_fix_is_compared_with_plain_tying_paired_by_seed():
-    by = A.by_arm(A.synthetic_runs({"tied": 0.0, "logn": 0.0, "ortho": 0.1, "shuffle": 0.0}, seeds=5, rng=3))
+    by = records.by_arm(C.synthetic_runs({"tied": 0.0, "logn": 0.0, "ortho": 0.1, "shuffle": 0.0}, seeds=5, rng=3))
     rows = {r["a"]: r for r in A.fixes_vs_tied(by)}
     assert set(rows) == {"logn", "ortho", "shuffle"} and all(r["b"] == "tied" for r in rows.values())
     assert rows["ortho"]["word"] == "A higher" and rows["ortho"]["mean"] == pytest.approx(0.1, abs=0.02)
@@ -323,9 +328,9 @@ def test_each_fix_is_compared_with_plain_tying_paired_by_seed():
 
 def test_the_original_two_sided_claim_4_needs_every_fix_alike_tied():
     """A fix that ends clearly WORSE than tied is 'no gain' under amendment b, but not 'alike' under the original rule."""
-    by = A.by_arm(A.synthetic_runs({"tied": 0.0, "logn": 0.1, "untied": 0.0, "ortho": 0.0, "shuffle": 0.0},
+    by = records.by_arm(C.synthetic_runs({"tied": 0.0, "logn": 0.1, "untied": 0.0, "ortho": 0.0, "shuffle": 0.0},
                                    seeds=5, seed_sd=0.01, run_sd=0.002, rng=4))
-    assert A.claim_no_gain(by)["verdict"] == "SUPPORTED"
+    assert C.claim_no_gain(by)["verdict"] == "SUPPORTED"
     assert A.claim_no_gain_two_sided(by)["verdict"] == "CONTRADICTED"
 
 
@@ -343,10 +348,10 @@ def test_a_verdict_decided_by_a_hair_is_flagged_fragile():
 def test_alike_needs_seeds_and_a_seed_spread_well_below_the_margin():
     """Two truly equal arms are called alike only when the 90% interval fits inside +-0.02: rarely with 3 seeds at the
     spread lesson 04 measured on early (0.021), reliably only with many more; at a tiny spread 3 seeds do."""
-    assert A.alike_power(0.021, 3) < 0.2 and A.alike_power(0.021, 5) < 0.4
-    assert A.seeds_for_alike(0.021) > 8 and A.seeds_for_alike(0.003) == 3
-    assert A.seeds_for_alike(0.03) > A.seeds_for_alike(0.021) and A.seeds_for_alike(1.0, most=10) is None
-    assert A.alike_power(0.021, 10) > A.alike_power(0.021, 5)  # more seeds, more power
+    assert S.alike_power(0.021, 3) < 0.2 and S.alike_power(0.021, 5) < 0.4
+    assert S.seeds_for_alike(0.021) > 8 and S.seeds_for_alike(0.003) == 3
+    assert S.seeds_for_alike(0.03) > S.seeds_for_alike(0.021) and S.seeds_for_alike(1.0, most=10) is None
+    assert S.alike_power(0.021, 10) > S.alike_power(0.021, 5)  # more seeds, more power
 
 
 def test_a_supported_claim_resting_on_the_margins_edge_is_flagged_fragile():
@@ -360,31 +365,31 @@ def test_a_supported_claim_resting_on_the_margins_edge_is_flagged_fragile():
 def test_a_small_seed_spread_from_two_degrees_of_freedom_is_no_evidence_of_a_shared_error():
     """The review's case: sd 0.0033 over 3 seeds against a measurement error of 0.0048: P ~ 0.38, not evidence."""
     d = np.array([-1.0, 0.0, 1.0]) * 0.0033  # sd exactly 0.0033
-    assert A.shared_error_p(d, 0.0048) == pytest.approx(0.377, abs=0.005)
-    assert A.shared_error_p(np.linspace(-1, 1, 30) * 0.0005, 0.0048) < 1e-6  # 30 seeds that agree this well: shared
+    assert S.shared_error_p(d, 0.0048) == pytest.approx(0.377, abs=0.005)
+    assert S.shared_error_p(np.linspace(-1, 1, 30) * 0.0005, 0.0048) < 1e-6  # 30 seeds that agree this well: shared
 
 
 def test_gap_phases_find_a_crossing_that_a_window_mean_hides():
     steps = np.arange(0, 1201, 100)
     mean = np.where(steps <= 300, -0.03, 0.03)
     lo, hi = mean - 0.01, mean + 0.01
-    ph = A.gap_phases(steps, mean, lo, hi)
+    ph = S.gap_phases(steps, mean, lo, hi)
     assert ph["ahead"] == [100, 200, 300] and ph["behind"] == list(range(400, 1201, 100))
     assert ph["first"] == (100, pytest.approx(-0.03)) and ph["last"] == (1200, pytest.approx(0.03))
 
 
 def test_verdict_rates_count_each_claims_verdicts_over_synthetic_experiments():
-    v = A.verdict_rates({a: 0.0 for a in ARMS}, 3, draws=20, rng=np.random.default_rng(5))
+    v = C.verdict_rates({a: 0.0 for a in ARMS}, 3, draws=20, rng=np.random.default_rng(5))
     assert all(len(words) == 20 for words in v.values()) and "1 logn slowest" in v
-    assert A.rate(["SUPPORTED", "PENDING", "SUPPORTED", "INCONCLUSIVE"], "SUPPORTED") == 0.5
+    assert C.rate(["SUPPORTED", "PENDING", "SUPPORTED", "INCONCLUSIVE"], "SUPPORTED") == 0.5
 
 
 def test_target_and_map_tables_have_a_line_per_arm_and_per_group():
-    by = A.by_arm(A.synthetic_runs({a: 0.0 for a in ARMS}, 3, rng=6))
+    by = records.by_arm(C.synthetic_runs({a: 0.0 for a in ARMS}, 3, rng=6))
     lines = A.target_lines(by, 11706)
     assert sum(line.startswith("  q = ") for line in lines) == len(A.TARGET_FRACTIONS)
     assert len(lines) == len(A.TARGET_FRACTIONS) * (1 + len(ARMS)) and "logn - ortho" in "\n".join(lines)
-    old = {"full": {"main": by, "d=512": A.by_arm(A.synthetic_runs({a: 0.0 for a in ARMS}, 1, rng=7))}}
+    old = {"full": {"main": by, "d=512": records.by_arm(C.synthetic_runs({a: 0.0 for a in ARMS}, 1, rng=7))}}
     table, lines = A.map_rows(old)
     assert set(table) == {"full main", "full d=512"} and len(lines) == 3 and "exploratory (1 seed)" in lines[2]
 
@@ -406,12 +411,12 @@ def test_shared_error_line_names_the_fixes_a_shared_error_would_unsettle_and_whe
 
 def planted(mean, half90):
     """Three seeds' differences whose mean is `mean` and whose 90% t interval is mean +- half90."""
-    sd = half90 * math.sqrt(3) / A.t_quantile(0.95, 2)
+    sd = half90 * math.sqrt(3) / S.t_quantile(0.95, 2)
     return {1: mean - sd, 2: mean, 3: mean + sd}
 
 
 def test_planted_differences_have_the_planted_interval():
-    r = A.compare(list(planted(0.01, 0.008).values()))
+    r = S.compare(list(planted(0.01, 0.008).values()))
     assert r["ci90"] == pytest.approx((0.002, 0.018))
 
 
@@ -419,7 +424,7 @@ def control_with(co_upper90, half90=0.01):
     """logn far behind the control and ortho; control - ortho with its 90% interval's upper end at `co_upper90`."""
     co = planted(co_upper90 - half90, half90)
     by = {"ortho": {s: 0.0 for s in co}, "control": co, "logn": {s: co[s] + 0.3 + 0.01 * s for s in co}}
-    return A.control_verdict(by, stat=lambda v: v)
+    return C.control_verdict(by, stat=lambda v: v)
 
 
 def test_a_control_verdict_whose_deciding_end_clears_the_bar_by_a_hair_is_fragile_and_one_that_clears_it_well_is_not():
@@ -427,31 +432,31 @@ def test_a_control_verdict_whose_deciding_end_clears_the_bar_by_a_hair_is_fragil
     an end at +0.018 is fragile at delta 0.005 (a shift of 0.002 undoes it), an end at +0.010 is not (0.010 needed)."""
     near, far = control_with(0.018), control_with(0.010)
     assert near["verdict"] == far["verdict"] == "self-logit"
-    flip = A.verdict_flip("control: why logn is slow", near)
+    flip = C.verdict_flip("control: why logn is slow", near)
     assert flip["to"] == "undecided" and flip["distance"] == pytest.approx(0.002, abs=1e-6)
-    assert A.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: self-logit -> undecided")
-    assert A.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust: self-logit -> undecided")
-    assert A.fragile_lines("control: why logn is slow", far, 0.0232).startswith("FRAGILE")  # twice a measured error
+    assert C.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: self-logit -> undecided")
+    assert C.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust: self-logit -> undecided")
+    assert C.fragile_lines("control: why logn is slow", far, 0.0232).startswith("FRAGILE")  # twice a measured error
 
 
 def test_an_undecided_verdict_that_misses_its_bar_by_a_hair_is_fragile_too():
     """The Tiger case: 'undecided' because control - ortho's 90% upper end is +0.0228, 0.0028 above the bar."""
     near, far = control_with(0.0228, 0.02), control_with(0.035, 0.02)  # 95% lower ends -0.027, -0.015: no lag
     assert near["verdict"] == far["verdict"] == "undecided"
-    assert A.verdict_flip("control: why logn is slow", near)["distance"] == pytest.approx(0.0028, abs=1e-6)
-    assert A.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: undecided -> self-logit")
-    assert A.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust")
+    assert C.verdict_flip("control: why logn is slow", near)["distance"] == pytest.approx(0.0028, abs=1e-6)
+    assert C.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: undecided -> self-logit")
+    assert C.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust")
 
 
 def claim2_with(first_end, second_end):
     """Claim 2 CONTRADICTED by two pairs that differ: untied - shuffle and ortho - shuffle, each with its Bonferroni
     interval's upper end at the given (negative) value; untied - ortho in between, inconclusive."""
     k = 3   # Bonferroni half-width 0.06: the 90% interval is then wider than the margin's 0.04, so never "alike"
-    sd = 0.06 * math.sqrt(3) / A.t_quantile(1 - 0.05 / k / 2, 2)
+    sd = 0.06 * math.sqrt(3) / S.t_quantile(1 - 0.05 / k / 2, 2)
     us = {s: first_end - 0.06 + sd * z for s, z in zip((1, 2, 3), (-1, 0, 1))}
     os_ = {s: second_end - 0.06 + sd * z for s, z in zip((1, 2, 3), (-1, 0, 1))}
     by = {"shuffle": {s: 0.0 for s in us}, "untied": us, "ortho": os_}
-    return A.claim_alike(by, ["untied", "ortho", "shuffle"], lambda v: v)
+    return C.claim_alike(by, ["untied", "ortho", "shuffle"], lambda v: v)
 
 
 def test_a_verdict_that_any_one_comparison_decides_is_fragile_only_when_every_deciding_comparison_is_near_its_bar():
@@ -459,33 +464,33 @@ def test_a_verdict_that_any_one_comparison_decides_is_fragile_only_when_every_de
     The near one alone can't undo it: robust. When both ends are near, it is fragile."""
     one_near = claim2_with(-0.031, -0.002)
     assert one_near["verdict"] == "CONTRADICTED"
-    flip = A.verdict_flip("2 other fixes converge alike", one_near)
+    flip = C.verdict_flip("2 other fixes converge alike", one_near)
     assert flip["distance"] == pytest.approx(0.031, abs=1e-6)
-    assert A.fragile_lines("2 other fixes converge alike", one_near, 0.0232).startswith("robust")
+    assert C.fragile_lines("2 other fixes converge alike", one_near, 0.0232).startswith("robust")
     assert A.fragility("2 other fixes converge alike", {"2 other fixes converge alike": one_near})  # the old check did
     both_near = claim2_with(-0.004, -0.002)
-    assert A.fragile_lines("2 other fixes converge alike", both_near, 0.005).startswith("FRAGILE: CONTRADICTED")
+    assert C.fragile_lines("2 other fixes converge alike", both_near, 0.005).startswith("FRAGILE: CONTRADICTED")
 
 
 def test_a_single_comparisons_word_follows_the_same_rule():
     """Section 7 of appendix B reads single comparisons: an 'A lower' whose 95% upper end is -0.002 is fragile."""
-    r = dict(a="logn", b="control", **A.compare(list(planted(-0.02, 0.012).values())))
+    r = dict(a="logn", b="control", **S.compare(list(planted(-0.02, 0.012).values())))
     r95 = r["ci95"][1]
     assert r["word"] == "A lower" and r95 < 0
     one = dict(verdict=r["word"], rows=[r])
-    assert A.verdict_flip("logn - control", one)["distance"] == pytest.approx(-r95, abs=1e-6)
-    assert A.fragile_lines("logn - control", one, -r95 + 1e-4).startswith("FRAGILE")
-    assert A.fragile_lines("logn - control", one, -r95 - 1e-4).startswith("robust")
-    assert A.fragile_lines("x", dict(verdict="PENDING", rows=[]), 0.005) is None
-    broken = dict(a="logn", b="control", **A.compare([0.1, float("nan"), 0.2]))
-    assert A.fragile_lines("x", dict(verdict=broken["word"], rows=[broken]), 0.005).startswith("no reading")
+    assert C.verdict_flip("logn - control", one)["distance"] == pytest.approx(-r95, abs=1e-6)
+    assert C.fragile_lines("logn - control", one, -r95 + 1e-4).startswith("FRAGILE")
+    assert C.fragile_lines("logn - control", one, -r95 - 1e-4).startswith("robust")
+    assert C.fragile_lines("x", dict(verdict="PENDING", rows=[]), 0.005) is None
+    broken = dict(a="logn", b="control", **S.compare([0.1, float("nan"), 0.2]))
+    assert C.fragile_lines("x", dict(verdict=broken["word"], rows=[broken]), 0.005).startswith("no reading")
 
 
 def test_splitting_the_claims_into_rows_and_verdicts_changed_no_verdict():
     """The rule recomputes verdicts from shifted rows with the claims' own row-level functions: unshifted, they give
     the verdicts the claims gave."""
-    runs = A.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=0.1), seeds=3, seed_sd=0.03, run_sd=0.005, rng=5)
-    claims = A.all_claims(A.by_arm(runs))
+    runs = C.synthetic_runs(dict({a: 0.0 for a in ARMS}, logn=0.1), seeds=3, seed_sd=0.03, run_sd=0.005, rng=5)
+    claims = C.all_claims(records.by_arm(runs))
     for name, c in claims.items():
         rows = c["rows"] + ([c["slow"]] if "slow" in c else [])
-        assert A._verdict_of(A._kind(name, c), rows) == c["verdict"], name
+        assert C._verdict_of(C._kind(name, c), rows) == c["verdict"], name

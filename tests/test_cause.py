@@ -11,7 +11,7 @@ from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "lessons"))
 import cause  # noqa: E402
-from analysis import MARGIN  # noqa: E402
+from stats import MARGIN  # noqa: E402
 
 
 def fake_run(group, arm, seed, level):

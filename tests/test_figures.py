@@ -11,17 +11,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import analysis as A  # noqa: E402
+import appendix_a as A  # noqa: E402
+import claims as C  # noqa: E402
 import figures as F  # noqa: E402
+import records  # noqa: E402
 
 
 @pytest.fixture
 def by():
-    runs = A.synthetic_runs({"tied": 0.0, "logn": 0.05, "shuffle": 0.0}, 3, rng=0)
+    runs = C.synthetic_runs({"tied": 0.0, "logn": 0.05, "shuffle": 0.0}, 3, rng=0)
     for r in runs:  # a train loss and an embedding size at every logged step, as real runs have
         for row in r["history"]:
             row.update(train_loss=row["val_loss"] + 0.1, emb_rms=0.02 + row["step"] / 1e5, lr=1e-3)
-    return A.by_arm(runs)
+    return records.by_arm(runs)
 
 
 def test_curves_draw_a_line_per_arm_and_label_both_panels(by):

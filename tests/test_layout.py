@@ -110,11 +110,6 @@ def test_the_core_modules_import_each_other_one_way():
     assert not core, "import circles: " + "; ".join(" -> ".join(c) for c in core)
 
 
-# EXPECTED TO FAIL until issue 31's lessons/ half (branch i31pkg) lands. At main 40d682f it finds six circles, all in
-# lessons/ and kept alive by function-local imports: analysis -> reproduce -> analysis05 -> analysis, and the ones
-# through cause.py (analysis -> reproduce -> cause -> analysis, analysis05 <-> reproduce, cause <-> reproduce, ...).
-# strict: once they are gone this test passes, and the mark must go (an xfail that passes fails the run).
-@pytest.mark.xfail(strict=True, reason="lessons/ import circles (analysis, analysis05, reproduce, cause): issue 31")
 def test_no_module_of_the_project_imports_itself_round_a_circle():
     found = cycles(import_graph())
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)

@@ -91,18 +91,19 @@ def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypa
 # ----------------------------------------------------------------------------------------------------
 # Lesson 05 executes on whatever part of its campaign is committed, and the campaign lands run by run over days.
 # So it is also executed on synthetic later stages of the same plan: made-up runs (a committed run's record with
-# shifted losses and scaled sizes), never committed, read through a patched reproduce.committed_path.
+# shifted losses and scaled sizes), never committed, read through a patched records.committed_path.
 
 def _synthetic_run(template, group, arm, overrides, rng):
     """A record shaped like reproduce.run_one's for one run of the optim plan, made from a committed run."""
     import copy
     import dataclasses
     import math
+    import plans
     import reproduce as R
     o = dict(overrides)
-    if o.get("emb_std") == R.LOGN_SIGMA:
+    if o.get("emb_std") == plans.LOGN_SIGMA:
         o["emb_std"] = math.log(template["n"]) / o["n_embd"]
-    sigma = R.Config(**{**o, "vocab_size": template["n"]}).model_config().sigma  # logn's head sets its own
+    sigma = plans.Config(**{**o, "vocab_size": template["n"]}).model_config().sigma  # logn's head sets its own
     r = copy.deepcopy(template)
     shift = {"tied": 0.0, "logn": 0.05, "control": 0.06, "ortho": 0.02, "shuffle": 0.0, "untied": 0.03}[arm]
     if group.startswith("sweep"):  # a clear optimum at lr 1e-2, below the committed sweep runs' best
@@ -116,7 +117,7 @@ def _synthetic_run(template, group, arm, overrides, rng):
         if h.get("emb_rms") is not None:
             h["emb_rms"] *= sigma / 0.02
     vals = [h["val_loss"] for h in r["history"] if h.get("val_loss") is not None]
-    c = dataclasses.asdict(R.Config(**{**o, "vocab_size": template["n"]}))
+    c = dataclasses.asdict(plans.Config(**{**o, "vocab_size": template["n"]}))
     r.update(id=R.run_id(group, arm, o["seed"]), group=group, arm=arm, head=o["head"], seed=o["seed"], config=c,
              sigma=sigma, best_val=min(vals), last_val=vals[-1])
     return r
@@ -128,6 +129,7 @@ def _synthetic_campaign(folder, keep):
     runs. So a stage stays the same stage however far the real campaign has got."""
     import json
     import numpy as np
+    import records
     import reproduce as R
     runs = [r for r in R.load_runs(R.committed_path("optim"))
             if r["group"].startswith(("check ", "sweep ")) or keep(r["group"], r["arm"], r["seed"])]
@@ -141,7 +143,7 @@ def _synthetic_campaign(folder, keep):
             break
         runs += [_synthetic_run(template, g, a, o, rng) for g, a, o in new]
     for r in runs:
-        with open(os.path.join(folder, R._file_name(r["id"])), "w") as f:
+        with open(os.path.join(folder, records.file_name(r["id"])), "w") as f:
             json.dump(r, f)
     return runs
 
@@ -154,15 +156,15 @@ def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypa
     run it on the sweeps decided and one seed per arm (its verdicts must say PENDING), and on the whole plan."""
     import sys
     sys.path.insert(0, os.path.join(ROOT, "lessons"))
-    import reproduce as R
+    import plans
     keep = (lambda g, a, s: s == 1) if stage == "one seed of each arm" else (lambda g, a, s: True)
     runs = _synthetic_campaign(tmp_path, keep)
-    lr = R.optim_decisions(runs)["lr"]
+    lr = plans.optim_decisions(runs)["lr"]
     assert len(runs) > 20 and None not in lr.values()
     monkeypatch.setenv("TIEDGPT_LESSON_FAST", "1")
     path = os.path.join(ROOT, "lessons", "appendix_b_the_optimizer_campaign.ipynb")
     nb = nbformat.read(path, as_version=4)
-    patch = ("import reproduce as _R\n_committed = _R.committed_path\n"
+    patch = ("import records as _R\n_committed = _R.committed_path\n"
              f"_R.committed_path = lambda s: {str(tmp_path)!r} if s == 'optim' else _committed(s)")
     setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(patch))
@@ -279,12 +281,14 @@ def test_lesson04_prose_matches_the_committed_runs():
     change, this says which sentence to revisit."""
     import sys
     sys.path.insert(0, os.path.join(ROOT, "lessons"))
-    import analysis as A
-    import analysis05 as A5
-    optim_runs, _ = A.load_scale("optim")
-    d768, _ = A.load_scale("d768")
-    camp = {"adamw": A.settings("d768", d768)["sigma=0.02"], **A5.settings(optim_runs)}
-    word = lambda opt, arm: A.compare(A.paired(camp[opt]["logn"], camp[opt][arm], "early"))["word"]
+    import appendix_b as B
+    import plans
+    import records
+    import stats as S
+    optim_runs, _ = plans.load_scale("optim")
+    d768, _ = plans.load_scale("d768")
+    camp = {"adamw": plans.settings("d768", d768)["sigma=0.02"], **plans.settings("optim", optim_runs)}
+    word = lambda opt, arm: S.compare(records.paired(camp[opt]["logn"], camp[opt][arm], "early"))["word"]
     arms = ["untied", "ortho", "shuffle", "control"]
     # section 6: "Under Tiger and LAMB logn is slower than every other arm; under AdamW it is slower than none."
     assert all(word(opt, a) == "A higher" for opt in ("tiger", "lamb") for a in arms)
@@ -292,7 +296,7 @@ def test_lesson04_prose_matches_the_committed_runs():
     assert not any(word("adamw (residual_std=1e-4)", a) == "A higher" for a in ("ortho", "control"))
 
     def first_and_close(opt, stat):
-        rows = A5.ranking(camp[opt], stat, ["tied", "logn", "control", "ortho", "shuffle", "untied"])
+        rows = B.ranking(camp[opt], stat, ["tied", "logn", "control", "ortho", "shuffle", "untied"])
         return rows[0]["arm"], {r["arm"] for r in rows[1:] if r["vs_first"]["word"] != "A higher"}, rows[-1]["arm"]
     # section 5's table
     assert first_and_close("adamw", "early")[0] == "logn"

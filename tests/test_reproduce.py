@@ -15,7 +15,10 @@ import pytest
 from conftest import ROOT, corpus_n
 
 sys.path.insert(0, os.path.join(ROOT, "lessons"))
+import plans  # noqa: E402
+import records  # noqa: E402
 import reproduce as R  # noqa: E402
+import stats as S  # noqa: E402
 
 
 def fake_run(group, arm, overrides, log=print, ckpt_dir=None):
@@ -46,7 +49,7 @@ def test_rerunning_into_a_folder_that_holds_runs_needs_resume(stub, tmp_path):
 def test_two_workers_never_train_the_same_run(stub, tmp_path):
     """A run whose lock another process holds is skipped: two workers on one folder split the plan."""
     rid = R.run_id("main", "tied", 1)
-    with open(tmp_path / ("." + R._file_name(rid) + ".lock"), "w") as held:
+    with open(tmp_path / ("." + records.file_name(rid) + ".lock"), "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # flock locks are per open file: this one blocks main()'s own open
         assert R.main("live", out=str(tmp_path), log=lambda *a: None) == 3
     assert rid not in {r["id"] for r in R.load_runs(str(tmp_path))}
@@ -77,7 +80,7 @@ def test_d768_plan_is_the_seeds_regime_with_seed_driven_data_order():
         assert o.get("zero_init_residual", True)
     sigmas = {(g, a): o.get("emb_std") for g, a, o in runs}
     assert sigmas[("sigma=0.02", "ortho")] == 0.02 and sigmas[("sigma=d^-1/2", "ortho")] is None
-    assert sigmas[("sigma=ln(n)/d", "control")] == R.LOGN_SIGMA
+    assert sigmas[("sigma=ln(n)/d", "control")] == plans.LOGN_SIGMA
     primary = [(a, o["seed"]) for g, a, o in runs[:15]]  # the primary comparison comes first, 5 seeds
     assert sorted(primary) == sorted((a, s) for a in ("logn", "control", "ortho") for s in range(1, 6))
 
@@ -105,7 +108,7 @@ def test_committed_d768_runs_were_made_from_the_plan():
         assert (c["n_embd"], c["n_layer"], c["head"], c["eval_full_val"] if "eval_full_val" in c else True) == \
                (o["n_embd"], o["n_layer"], o["head"], True)
         assert r["seed"] == o["seed"] and c["seed"] == o["seed"] and c["data_seed"] is None
-        expect = {None: 768 ** -0.5, 0.02: 0.02, R.LOGN_SIGMA: math.log(r["n"]) / 768}[o.get("emb_std")]
+        expect = {None: 768 ** -0.5, 0.02: 0.02, plans.LOGN_SIGMA: math.log(r["n"]) / 768}[o.get("emb_std")]
         if o["head"] == "logn":
             expect = math.log(r["n"]) / 768
         assert r["sigma"] == pytest.approx(expect)
@@ -178,7 +181,7 @@ def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(t
     with pytest.raises(RuntimeError, match="killed"):
         R.run_one("main", "tied", tiny, log=lambda *a: None, ckpt_dir=str(ckpt))
     monkeypatch.setattr(T, "lr_at", real_lr_at)
-    folder = ckpt / R._file_name(R.run_id("main", "tied", 3))[:-len(".json")]
+    folder = ckpt / records.file_name(R.run_id("main", "tied", 3))[:-len(".json")]
     assert R._ckpt_step(str(folder)) == 20
 
     said = []
@@ -211,7 +214,7 @@ def test_main_removes_a_finished_runs_checkpoint_and_says_where_a_stopped_one_is
     seen = []
 
     def run_with_ckpt(group, arm, overrides, log=print, ckpt_dir=None):
-        folder = os.path.join(ckpt_dir, R._file_name(R.run_id(group, arm, overrides["seed"]))[:-len(".json")])
+        folder = os.path.join(ckpt_dir, records.file_name(R.run_id(group, arm, overrides["seed"]))[:-len(".json")])
         os.makedirs(folder)  # what train() would leave: a folder with a checkpoint
         seen.append(folder)
         if len(seen) == 3:
@@ -236,8 +239,6 @@ def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, 
     """A run whose loss goes non-finite (here: lr 1e30, no clipping) must not stop the campaign or be retried
     forever: it lands as a record whose best and last are NaN, with NaN at every evaluation from the divergence
     on, so its comparisons read "invalid (non-finite loss)" and a sweep never picks its lr; the next run follows."""
-    import analysis as A
-    import analysis05 as A5
     tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
                 sample_tokens=0, log_interval=2, max_iters=20, eval_interval=10, out_dir="", seed=1, warmup_iters=0,
                 vocab="corpus", grad_clip=0.0, dense_val_until=10)
@@ -254,9 +255,9 @@ def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, 
     assert all(math.isnan(h["val_loss"]) for h in bad["history"] if h.get("val_loss") is not None and h["step"] >= step)
     logged = lambda r, key: [h["step"] for h in r["history"] if h.get(key) is not None]
     assert logged(bad, "val_subset_loss") == logged(good, "val_subset_loss")  # the dense curves keep their length
-    assert A.compare([A.best(bad) - A.best(good)] * 3)["word"] == "invalid (non-finite loss)"
-    assert A5.pick_lr({1e-3: 5.0, 3e-3: bad["best_val"], 1e-2: 5.1, 3e-2: 5.2})["lr"] != 3e-3
-    assert not (tmp_path / "ckpt" / R._file_name(bad["id"])[:-len(".json")]).exists()  # its checkpoint went too
+    assert S.compare([records.best(bad) - records.best(good)] * 3)["word"] == "invalid (non-finite loss)"
+    assert plans.pick_lr({1e-3: 5.0, 3e-3: bad["best_val"], 1e-2: 5.1, 3e-2: 5.2})["lr"] != 3e-3
+    assert not (tmp_path / "ckpt" / records.file_name(bad["id"])[:-len(".json")]).exists()  # its checkpoint went too
 
 
 def test_a_record_keeps_every_quantity_the_run_logged(tiny_data, tmp_path, monkeypatch):
@@ -336,8 +337,8 @@ def test_a_comparison_across_corpora_is_refused_in_one_line(tmp_path, monkeypatc
     old.mkdir(), new.mkdir()
     for seed in (1, 2):
         rec = fake_run("main", "tied", dict(head="tied", seed=seed))
-        R._write_atomic(str(old / R._file_name(rec["id"])), with_corpus(rec, "shakespeare", 11706))
-        R._write_atomic(str(new / R._file_name(rec["id"])), with_corpus(rec, "pydoc_topics", 5170, "def"))
+        records.write_atomic(str(old / records.file_name(rec["id"])), with_corpus(rec, "shakespeare", 11706))
+        records.write_atomic(str(new / records.file_name(rec["id"])), with_corpus(rec, "pydoc_topics", 5170, "def"))
     monkeypatch.setattr(R, "committed_path", lambda scale: str(old))
     with pytest.raises(ValueError, match=r"committed from shakespeare \(n = 11706.*re-made on pydoc_topics \(n = 5170") as e:
         R.compare_with_committed("live", str(new), log=lambda *a: None)
@@ -353,7 +354,7 @@ def test_a_rerun_on_another_corpus_is_refused_before_anything_is_trained(tiny_da
     committed = tmp_path / "committed"
     committed.mkdir()
     rec = fake_run("main", "tied", dict(head="tied", seed=1))
-    R._write_atomic(str(committed / R._file_name(rec["id"])), dict(rec, config=dict(dataset="shakespeare"), n=11706))
+    records.write_atomic(str(committed / records.file_name(rec["id"])), dict(rec, config=dict(dataset="shakespeare"), n=11706))
     monkeypatch.setattr(R, "committed_path", lambda scale: str(committed))
     monkeypatch.setattr(R, "plan", lambda scale, runs=(): [("main", "tied", dict(TINY_RUN, dataset="shakespeare"))])
     monkeypatch.setattr(R, "run_one", lambda *a, **k: pytest.fail("trained although the corpus differs"))

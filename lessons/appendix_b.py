@@ -1,0 +1,590 @@
+"""
+Appendix B's report (the optimizer campaign, scale 'optim', and its exploratory 'turn' runs): check B, sweep S, the
+claims per optimizer, what the relative step bounds and what it does not, the measurement's precision, fragility and
+sections 10-11's expectations, as printable lines. Its plan and rules, fixed before the data, with the dated additions
+and corrections: lessons/preregistrations/appendix_b.md. Reporting only: the verdicts come from claims.py.
+"""
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+import optim
+from claims import CORE_FIXES, FRAGILE_EDGE, all_claims, claim_slowest, control_verdict, fragile_lines
+from data.prepare import load_data, subset_windows
+from plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
+from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, measurement_noise, paired,
+                     stack, start, val_curve)
+from stats import MIN_SEEDS, compare, pooled_sd
+from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
+from train import Config, lr_at
+
+# The commit that wrote the pre-registration and the plan, recorded here on 2026-11-25 after Tiger's runs were in (a commit
+# can't name itself). Every campaign run records the commit it ran at (reproduce.py's git_commit); the campaign runs
+# from a worktree pinned here, so that fixes on main can't change runs in flight. provenance_lines checks it.
+PREREGISTERED_AT = "3ece28e2cdf37b871843e037f9e31a01cdb0900b"
+# The settings the claims judge (plans.SETTINGS["optim"]); AdamW's re-runs at rule R's init (logn, control, ortho only)
+# are set beside appendix A's runs instead.
+JUDGED = ("tiger", "lamb", "tiger, sigma=d^-1/2", "lamb, sigma=d^-1/2")
+
+
+def claims(by_arm):
+    """Appendix A's claims and control on one optimizer's setting, plus the secondary 'start' versions of claim 1 and
+    the control (labelled so)."""
+    out = all_claims(by_arm)
+    dense = any(math.isfinite(start(r)) for runs in by_arm.values() for r in runs.values())
+    if dense:  # runs made without dense evaluation (appendix A's) have no 'start'
+        out["1 logn slowest (start, secondary)"] = claim_slowest(by_arm, stat="start")
+        out["control (start, secondary)"] = control_verdict(by_arm, stat="start")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reading the campaign: printable lines. Reporting only: no rule of its own.
+
+def check_lines(runs):
+    """Check B as printable lines: each (optimizer, arm)'s fp32 and bf16 whole-split val losses, their largest
+    difference against BF16_TOLERANCE, and the decision."""
+    check = bf16_check({(r["config"]["optimizer"], r["arm"], r["config"]["dtype"]): r
+                        for r in runs if r["group"].startswith("check ")})
+    out = []
+    for row in check["rows"]:
+        pair = {r["config"]["dtype"]: val_curve(r)[1] for r in runs if r["group"].startswith("check ")
+                and r["config"]["optimizer"] == row["optimizer"] and r["arm"] == row["arm"]}
+        out.append(f"  {row['optimizer']:5} {row['arm']:5} fp32 " + " ".join(f"{v:.3f}" for v in pair["float32"])
+                   + " | bf16 " + " ".join(f"{v:.3f}" for v in pair["bfloat16"])
+                   + f" | largest |diff| {row['max_abs_diff']:.4f}" + ("" if row["max_abs_diff"] < BF16_TOLERANCE else
+                                                                       f"  > {BF16_TOLERANCE}"))
+    verdict = ("PENDING (not all check runs are in)" if not check["done"] else
+               "PASSED: the campaign runs in bf16" if check["passed"] else
+               "FAILED: the campaign runs in fp32, with the plan's cuts (seeds 4-5 and sigma = d^-1/2)")
+    return out + [f"check B: {verdict}"]
+
+
+def provenance_lines(runs, commit=PREREGISTERED_AT):
+    """Which commit made the runs: a pre-registration binds only the runs made at the commit that wrote it. Runs made
+    elsewhere are named (none is dropped: the reader decides), so a campaign that changed under its own feet shows."""
+    other = sorted(r["id"] for r in runs if r.get("git_commit") != commit)
+    line = f"made at the pre-registration's commit {commit[:7]}: {len(runs) - len(other)} of {len(runs)} runs"
+    return [line] + ([f"  made elsewhere: {', '.join(other)}"] if other else [])
+
+
+def run_config(run):
+    """The train.Config a committed run was made with, from its record (keys a later Config lacks are left out)."""
+    return Config(**{k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__})
+
+
+def schedule(config):
+    """The learning rate at every step of a run's schedule (train.lr_at)."""
+    return [lr_at(t, config) for t in range(config.max_iters)]
+
+
+def budget(config):
+    """sum lr_t over a run: a relative step can change a tensor's norm by at most exp(sum lr_t)."""
+    return float(sum(schedule(config)))
+
+
+def logit_scale_budget(optimizer, ratio):
+    """The least sum of lr_t over which a relative optimizer can raise the tied logit scale g d rms(E) by `ratio` (g the
+    final norm's mean gain, from 1). LAMB moves every tensor, E and g alike, by at most a factor (1 + lr_t) a step, so
+    the scale by at most e^(2 S): S = ln(ratio) / 2. Tiger moves E's rows by at most (1 + lr_t) but g by an absolute
+    lr_t / 2, so g <= 1 + S / 2: the least S with e^S (1 + S / 2) >= ratio (by bisection)."""
+    if ratio <= 1:
+        return 0.0
+    if optimizer == "lamb":
+        return math.log(ratio) / 2
+    if optimizer != "tiger":
+        raise ValueError(f"a logit-scale budget is defined for tiger and lamb, not {optimizer!r}")
+    lo, hi = 0.0, math.log(ratio)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if math.exp(mid) * (1 + mid / 2) < ratio else (lo, mid)
+    return hi
+
+
+def steps_to_budget(config, total):
+    """The first step by which the schedule's sum of lr_t reaches `total` (None if the run ends first): the earliest
+    step at which a relative optimizer can have changed a norm by e^total."""
+    done = np.cumsum(schedule(config))
+    hit = np.nonzero(done >= total)[0]
+    return int(hit[0]) + 1 if len(hit) else None
+
+
+def branch_growth(runs_by_seed):
+    """How far the residual branches' WEIGHTS grew: the median over seeds of the last logged resid_rms over the first.
+    Weights, not function: a coherent change of tiny weights can add a lot to the residual stream (branch_lines)."""
+    return float(np.median([last_logged(r, "resid_rms") / first_logged(r, "resid_rms")
+                            for r in runs_by_seed.values()]))
+
+
+def _first_at_or_above(steps, values, level):
+    hit = np.asarray(steps)[np.asarray(values) >= level]
+    return int(hit[0]) if len(hit) else None
+
+
+def mechanism_lines(name, by_arm, ratio):
+    """Section 6's reading of one setting, means over seeds: when logn's rms(E) reaches 0.02 and when its logit scale
+    g d rms(E) first reaches ortho's g d rms(E) (the sigma = 0.02 head without a self-logit), each beside the earliest
+    step a relative optimizer's budget allows (`ratio` = 0.02 d / ln n; steps_to_budget, logit_scale_budget); its gain g
+    and how far its branches' weights grew by the end. Reporting only. Ortho's logit scale is g d rms(E) times up to the
+    operator norm of its trainable d x d matrix P, which these runs never logged: the line says it compares with part."""
+    logn = by_arm.get("logn")
+    if not logn:
+        return []
+    bad = sorted(s for s, r in logn.items() if r.get("diverged_at_step") is not None)
+    if bad:  # its sizes stop where it diverged: a mean over seeds would mix lengths
+        return [f"{name}: logn diverged (seed {', '.join(map(str, bad))}): no reading of its sizes"]
+    first = next(iter(logn.values()))
+    c, cfg = first["config"], run_config(first)
+    relative = c.get("optimizer", "adamw") in RELATIVE
+
+    def bound(total):
+        at = steps_to_budget(cfg, total)
+        return f"; a relative step can't before step {at}" if at else "; beyond this run's budget"
+
+    s, _, e = stack(logn, "emb_rms")
+    at = _first_at_or_above(s, e.mean(0), 0.02)
+    out = [f"{name}: logn's rms(E) " + (f"reaches 0.02 at step {at}" if at is not None else
+                                         f"stays below 0.02 to step {int(s[-1])}")
+           + (bound(math.log(ratio)) if relative else "")]
+    runs = [r for rs in (logn, by_arm.get("ortho", {})) for r in rs.values()]
+    if by_arm.get("ortho") and all(first_logged(r, "lnf_gain") is not None for r in runs):
+        (sl, vl), (so, vo) = logit_scale(logn), logit_scale(by_arm["ortho"])
+        common = sorted(set(sl.tolist()) & set(so.tolist()))
+        gap = [vl[sl.tolist().index(t)] - vo[so.tolist().index(t)] for t in common]
+        at = _first_at_or_above(common, gap, 0.0)
+        g = np.mean([last_logged(r, "lnf_gain") for r in logn.values()])
+        out.append(f"{name}: logn's logit scale g d rms(E) " + (f"reaches ortho's g d rms(E) at step {at}" if at is not
+                   None else "stays below ortho's g d rms(E)") + " (ortho's without its matrix P, whose norm was not logged)"
+                   + (bound(logit_scale_budget(c['optimizer'], ratio)) + " against the fixed 15.4" if relative else "")
+                   + f"; logn's gain g ends at {g:.2f}")
+    out += scale_against_loss(name, by_arm)
+    if all(first_logged(r, "resid_rms") for r in logn.values()):
+        out.append(f"{name}: logn's residual branches' weights (resid_rms) grew {branch_growth(logn):.3g}x (median over "
+                   f"seeds; weights, not what the branches add)")
+    return out
+
+
+def scale_against_loss(name, by_arm, arms=("logn", "control", "ortho")):
+    """The logit scale g d rms(E) beside the loss (prediction P2 put the lag down to the scale): on START_STEPS with
+    'start' and on the first half with 'early', each arm's mean scale and mean loss (means over seeds), and which of
+    logn and the control has the larger scale and which the lower loss. For the control and ortho the scale leaves out
+    their head's matrix P (never logged), and the lines say so. Both are outcomes of training: an association, not a
+    cause. 'invalid' lines if a run diverged; [] if an arm is missing or its runs did not log the gain."""
+    if not all(by_arm.get(a) for a in arms) or \
+            any(first_logged(r, "lnf_gain") is None for a in arms for r in by_arm[a].values()):
+        return []
+    runs = [r for a in arms for r in by_arm[a].values()]
+    if any(r.get("diverged_at_step") is not None for r in runs):
+        return [f"{name}: logit scale against loss: invalid (a run diverged)"]
+    last = max(max(logged(r, "step")) for r in runs)
+    half = runs[0].get("config", {}).get("max_iters", last) / 2
+    out = []
+    for (lo, hi), stat, key in ((START_STEPS, "start", "val_subset_loss"), ((1, half), "early", "val_loss")):
+        scale, loss = {}, {}
+        for a in arms:  # the scale at the very steps the statistic averages
+            s, v = logit_scale(by_arm[a])
+            at = stack(by_arm[a], key)[0]
+            at = at[(at >= lo) & (at <= hi)]
+            scale[a] = float(v[np.isin(s, at)].mean()) if len(at) else math.nan
+            loss[a] = float(np.mean([STATS[stat](r) for r in by_arm[a].values()]))
+        what = "val-subset loss" if stat == "start" else "val loss"
+        window = f"steps {lo}-{hi:g}" if stat == "start" else f"first half (evaluations to step {hi:g})"
+        if not all(map(math.isfinite, list(scale.values()) + list(loss.values()))):
+            out.append(f"{name}, {window}: invalid (a non-finite value)")
+            continue
+        big = max(("logn", "control"), key=scale.get)
+        out.append(f"{name}, {window}: mean g d rms(E) " + ", ".join(f"{a} {scale[a]:.1f}" for a in arms)
+                   + f"; mean {what} " + ", ".join(f"{a} {loss[a]:.3f}" for a in arms)
+                   + f" -> of logn and the control, {big} has the larger g d rms(E) (P not counted) and the "
+                   + ("lower" if loss[big] < loss[({"logn", "control"} - {big}).pop()] else "higher") + " loss")
+    return out
+
+
+def differs(claims_):
+    """The pre-registered flag: claim 1 and the control, where the primary ('early') and secondary ('start') verdicts
+    differ. Lines to print (empty: they agree, or one is missing)."""
+    out = []
+    for primary, secondary in (("1 logn slowest", "1 logn slowest (start, secondary)"),
+                               ("control: why logn is slow", "control (start, secondary)")):
+        a, b = claims_.get(primary), claims_.get(secondary)
+        if a and b and a["verdict"] != b["verdict"] and "PENDING" not in (a["verdict"], b["verdict"]):
+            out.append(f"FLAGGED: {primary}: {a['verdict']} on early (primary) but {b['verdict']} on start (secondary)")
+    return out
+
+
+def sweep_lines(runs):
+    """Sweep S as printable lines: per relative optimizer, each lr's best val loss of tied, the schedule's budget, how
+    far the weights of the residual branches and of the embedding grew (their rms: weights, not function), and the lr
+    the rule chose."""
+    out = []
+    for opt in RELATIVE:
+        rs = sorted((r for r in runs if r["group"].startswith(f"sweep {opt} ")), key=lambda r: r["config"]["lr"])
+        for r in rs:
+            c = run_config(r)
+            head = (f"  {opt:5} lr {c.lr:<7g} best val {r['best_val']:.3f}   sum lr_t {budget(c):5.2f} (norms can grow "
+                    f"<= {math.exp(budget(c)):8.3g}x)")
+            if r.get("diverged_at_step") is not None:  # its sizes stop where it diverged: say so, don't read them
+                out.append(head + f"   DIVERGED at step {r['diverged_at_step']}")
+                continue
+            grow = {k: last_logged(r, k) / first_logged(r, k) for k in ("resid_rms", "emb_rms")}
+            out.append(head + f"   weights' rms grew: branches {grow['resid_rms']:6.2f}x, E {grow['emb_rms']:.2f}x")
+        pick = pick_lr({r["config"]["lr"]: r["best_val"] for r in rs})
+        out.append(f"  {opt}: " + (f"lr {pick['lr']:g} chosen" if pick["lr"] else f"waiting for lr {pick['next']}"))
+    return out
+
+
+def logit_scale(runs_by_seed):
+    """The tied logit scale g d rms(E) over training (g: the final norm's mean gain), mean over seeds: the largest
+    logit the head can give a token whose row points like h. (steps, values)."""
+    steps, _, g = stack(runs_by_seed, "lnf_gain")
+    _, _, e = stack(runs_by_seed, "emb_rms")
+    d = next(iter(runs_by_seed.values()))["d"]
+    return steps, (g * e).mean(0) * d
+
+
+def ranking(by_arm, stat, arms=None):
+    """The arms ranked by their mean `stat` over the seeds every one of them has (descriptive: see the docstring's
+    'In practice'). Rows dict(arm, mean, n, vs_first) where vs_first is compare of arm - first (None for the
+    first), one comparison on its own. [] below MIN_SEEDS shared seeds."""
+    arms = [a for a in (arms or by_arm) if by_arm.get(a)]
+    seeds = sorted(set.intersection(*(set(by_arm[a]) for a in arms))) if arms else []
+    if len(seeds) < MIN_SEEDS:
+        return []
+    f = STATS[stat]
+    means = {a: float(np.mean([f(by_arm[a][s]) for s in seeds])) for a in arms}
+    order = sorted(arms, key=lambda a: (not math.isfinite(means[a]), means[a]))
+    pick = lambda a: {s: by_arm[a][s] for s in seeds}
+    return [dict(arm=a, mean=means[a], n=len(seeds),
+                 vs_first=None if i == 0 else compare(paired(pick(a), pick(order[0]), stat)))
+            for i, a in enumerate(order)]
+
+
+def ranking_lines(name, by_arm, stat, arms=None):
+    """ranking() as printable lines, one per arm."""
+    rows = ranking(by_arm, stat, arms)
+    if not rows:
+        return [f"{name}: fewer than {MIN_SEEDS} seeds shared by every arm: no ranking yet"]
+    out = [f"{name}, {STAT_WORDS.get(stat, stat)} ({rows[0]['n']} seeds), in the order of the means; each "
+           f"arm against the lowest, one unadjusted 95% comparison each (not verdicts):"]
+    for i, r in enumerate(rows):
+        v = r["vs_first"]
+        word = None if v is None else v["word"] if v["word"] in ("inconclusive", "pending") or \
+            v["word"].startswith("invalid") else v["word"].replace("A higher", "higher") + " (unadjusted)"
+        out.append(f"  {i + 1}. {r['arm']:8} {r['mean']:.4f}" + ("" if v is None else
+                   f"   vs {rows[0]['arm']}: {v['mean']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] {word}"
+                   if v["ci95"] else f"   vs {rows[0]['arm']}: {word}"))
+    return out
+
+
+MEASURED_PAIRS = [("logn", f) for f in CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
+
+
+def measurement_error(by_arm, windows, subset, block=8):
+    """One measured paired difference's error, as precision_lines prints it: for claim 1's and the control's pairs and
+    every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
+    errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
+    subset, n), or None when no such pair has window losses."""
+    idx = subset_windows(windows, subset)
+
+    def se(ra, rb, keep=None):
+        return max(measurement_noise(ra, rb, k, keep) for k in (1, block))
+
+    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
+            for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
+            for s in sorted(set(by_arm[a]) & set(by_arm[b]))
+            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
+    if not rows:
+        return None
+    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    return dict(whole=whole, subset=sub, n=len(rows))
+
+
+def precision_lines(name, by_arm, windows, subset, block=8):
+    """How much of a paired difference is measurement and how much is seed (the project's standard: measurement noise
+    small next to seed noise), for claim 1's pairs and the control's. Measurement: for each such pair and seed whose
+    runs kept per-window val losses (val_windows_last, the final model's), the standard error of the difference, the
+    larger of the per-window one and the one over blocks of `block` adjacent windows (neighbours are correlated; lesson
+    04 takes the same max); on the whole split (`windows` W) and on the dense subset's own windows
+    (data.prepare.subset_windows, `subset` K); the median over pairs and seeds. Seed: the sd over seeds of the same pairs'
+    differences on 'early' (whole split) and 'start' (subset), pooled, with its degrees of freedom. "small" when the
+    error is at most half that sd: a threshold chosen with this check, after Tiger's seeds 1-2. Descriptive. The
+    errors are the final model's; in the first half, where the gaps are large, they may be larger."""
+    err = measurement_error(by_arm, windows, subset, block)
+    if err is None:
+        return [f"{name}: none of claim 1's or the control's pairs has per-window val losses: no measurement error here"]
+    whole, sub = err["whole"], err["subset"]
+    out = [f"{name}: one measured paired difference (claim 1's and the control's pairs, at the last step) errs by "
+           f"{whole:.4f} nats on the whole split ({windows} windows) and {sub:.4f} on the {subset}-window subset (the "
+           f"larger of the per-window and blocks-of-{block} errors; median over {err['n']} pairs x seeds)"]
+    for stat, err in (("early", whole), ("start", sub)):
+        if stat == "start" and not any(logged(r, "val_subset_loss") for rs in by_arm.values() for r in rs.values()):
+            out.append(f"  {stat:5}: not measured in these runs")
+            continue
+        diffs = [np.asarray(paired(by_arm[a], by_arm[b], stat), float) for a, b in MEASURED_PAIRS
+                 if by_arm.get(a) and by_arm.get(b)]
+        bad = sum(not np.isfinite(d).all() for d in diffs)
+        sd, df, _ = pooled_sd(d for d in diffs if np.isfinite(d).all())
+        note = f"; {bad} comparison(s) left out: a run diverged" if bad else ""
+        if not df:
+            out.append(f"  {stat:5}: fewer than 2 paired seeds: no seed spread yet{note}")
+            continue
+        out.append(f"  {stat:5}: the seeds scatter those differences by sd {sd:.4f} (pooled, {df} degrees of freedom): "
+                   f"error / sd = {err / sd:.2f}, {'small' if err <= sd / 2 else 'not small'} next to the seed noise "
+                   f"(small: at most half){note}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Fragility per setting: claims.fragile_lines with delta = twice the measured error of one paired difference
+
+def fragile_delta(by_arm, windows, subset):
+    """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
+    the whole split's for early, best and last, the dense subset's for start), never below FRAGILE_EDGE; where
+    nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
+    err = measurement_error(by_arm, windows, subset)
+    edge = FRAGILE_EDGE
+    if err is None:
+        return {st: edge for st in ("early", "best", "last", "start")}, \
+            f"no measured error: FRAGILE_EDGE {edge}"
+    delta = {st: max(edge, 2 * err["whole"]) for st in ("early", "best", "last")}
+    delta["start"] = max(edge, 2 * err["subset"])
+    return delta, f"twice one measurement's error: {delta['early']:.4f} (whole split), {delta['start']:.4f} (subset)"
+
+
+def fragility_lines(name, verdicts, delta, names):
+    """Every verdict of `names` in one setting under the one fragility rule: FRAGILE or robust, with the smallest shift
+    of its comparisons that changes it (fragile_lines) against the statistic's delta."""
+    out = []
+    for claim in names:
+        c = verdicts.get(claim)
+        line = c and fragile_lines(claim, c, delta[c["stat"]])
+        if line:
+            out.append(f"  {claim:34} {line}")
+    return out
+
+
+def verdict_grid(claims_by_setting, names):
+    """Lines of a table: one row per claim in `names`, one column per setting, each cell its verdict."""
+    cols = list(claims_by_setting)
+    out = [f"{'claim':34}" + "".join(f"{c[:22]:>24}" for c in cols)]
+    for name in names:
+        out.append(f"{name[:34]:34}" + "".join(f"{claims_by_setting[c].get(name, {}).get('verdict', '-'):>24}"
+                                            for c in cols))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def val_repeat_rate():
+    """The share of val-split positions whose target repeats their input token (tiedgpt.repeat_fraction): where the tied
+    self-logit helps at step 0. Read from the prepared data once."""
+    c = config_for(plan("optim")[0][2])
+    return repeat_fraction(np.asarray(load_data(c, log=lambda *a: None)[3], dtype=np.int64))
+
+
+def two_gram_first_loss(run):
+    """The first loss the 2-gram model predicts (tiedgpt.predicted_initial_loss, with the val split's repeat rate) for a
+    run's model: rule R says a run's step-0 val loss lies within 1% of it."""
+    cfg = GPTConfig(**{k: v for k, v in run["config"].items() if k in GPTConfig.__dataclass_fields__})
+    return predicted_initial_loss(cfg, val_repeat_rate())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Section 10 (exploratory, after the campaign; expectations T1-T4 in the docstring, written before the runs)
+
+TURN_STEPS = (50, 100, 190)  # where T2 and T3 are read (log_rows' rows are measured after that step's update)
+
+
+def turn_runs(runs, branches=False):
+    """The 'turn' scale's runs as {optimizer: {arm: run}} (one seed): the first nine, or (branches=True) the three
+    re-made logn runs that also log branch_ratio."""
+    out = {}
+    for r in runs:
+        if r["group"].endswith(" branches") == branches:
+            out.setdefault(r["config"]["optimizer"], {})[r["arm"]] = r
+    return out
+
+
+def turn_bound(run):
+    """{step: sum of lr_t over steps 0..step}: Tiger's bound on emb_turn at each logged row (T1)."""
+    done = np.cumsum(schedule(run_config(run)))
+    return {s: float(done[s]) for s in logged(run, "emb_turn")}
+
+
+def turn_expectations(by_opt):
+    """T1-T4 held against the runs: [(name, held, what was found)], with None for held where runs are missing."""
+    out = []
+
+    def have(*keys):
+        return all(o in by_opt and a in by_opt[o] for o, a in keys)
+    if have(("tiger", "logn")):
+        worst = max((logged(r, "emb_turn")[s] / b, a, s) for a, r in by_opt["tiger"].items()
+                    for s, b in turn_bound(r).items())
+        out.append(("T1", worst[0] <= 1, f"under Tiger emb_turn reaches at most {worst[0]:.0%} of the sum of lr_t so "
+                    f"far ({worst[1]}, step {worst[2]}): the bound " + ("holds" if worst[0] <= 1 else "FAILS")))
+    for name, key, sign, what in (("T2", "emb_turn", -1, "logn's emb_turn (rad)"),
+                                  ("T3", "self_logit", +1, "logn's self_logit (nats)")):
+        if not have(("adamw", "logn"), ("tiger", "logn"), ("lamb", "logn")):
+            out.append((name, None, "runs missing"))
+            continue
+        v = {o: logged(by_opt[o]["logn"], key) for o in ("adamw", "tiger", "lamb")}
+        held = all(sign * (v[o][s] - v["adamw"][s]) > 0 for o in ("tiger", "lamb") for s in TURN_STEPS)
+        out.append((name, held, f"{what} at steps {', '.join(map(str, TURN_STEPS))}: " + "; ".join(
+            f"{o} " + ", ".join(f"{v[o][s]:.2f}" for s in TURN_STEPS) for o in ("adamw", "tiger", "lamb"))))
+    if have(*[(o, a) for o in ("adamw", "tiger", "lamb") for a in ("logn", "control")]):
+        s = TURN_STEPS[-1]
+        gap = {o: logged(by_opt[o]["logn"], "self_logit")[s] - logged(by_opt[o]["control"], "self_logit")[s]
+               for o in ("adamw", "tiger", "lamb")}
+        out.append(("T4", gap["tiger"] > gap["adamw"] and gap["lamb"] > gap["adamw"],
+                    f"logn - control self_logit at step {s}: " + ", ".join(f"{o} {g:+.2f}" for o, g in gap.items())))
+    else:
+        out.append(("T4", None, "runs missing"))
+    return out
+
+
+EXPECTED = {True: "as expected", False: "NOT as expected", None: "pending"}  # section 10's words: never a verdict
+
+
+def turn_lines(by_opt):
+    """Section 10's printout: each expectation, what was found, and whether it held (never a verdict: one seed)."""
+    return [f"{name} {EXPECTED[held]}: {found}" for name, held, found in turn_expectations(by_opt)]
+
+
+def turn_detail_lines(by_opt, steps=(0, 10, 50, 100, 190)):
+    """Descriptive (no expectation rests on it): per optimizer, logn's emb_turn, rms(E) against step 0's, self_logit,
+    and its self_logit above the control's at the same step. The control has no self-logit to unlearn, so its
+    self_logit (which rises for every arm as the model learns which tokens are frequent: the input token usually is
+    one) is the baseline the excess is read against."""
+    out = []
+    for opt, by in by_opt.items():
+        if not ("logn" in by and "control" in by):
+            continue
+        t, z, zc, e = (logged(by[a], k) for a, k in (("logn", "emb_turn"), ("logn", "self_logit"),
+                                                      ("control", "self_logit"), ("logn", "emb_rms")))
+        out.append(f"{opt:5} logn at steps {', '.join(map(str, steps))}: turn " + ", ".join(f"{t[s]:.3f}" for s in steps)
+                   + " rad; rms(E) / step 0's " + ", ".join(f"{e[s] / e[0]:.2f}" for s in steps)
+                   + "; self_logit " + ", ".join(f"{z[s]:.2f}" for s in steps)
+                   + "; above the control's " + ", ".join(f"{z[s] - zc[s]:+.2f}" for s in steps))
+    return out
+
+
+BRANCH_STEPS = (0, 10, 50, 100, 190)
+
+
+def branch_expectations(branches, turn):
+    """B1, B2 and check C (docstring) held against the re-made logn runs `branches` and the first nine `turn` (both
+    {optimizer: {arm: run}}): [(name, held or None where runs are missing, what was found)]."""
+    have = [o for o in ("adamw", "tiger", "lamb") if "logn" in branches.get(o, {})]
+    ratio = {o: logged(branches[o]["logn"], "branch_ratio") for o in have}
+    out = []
+    if "adamw" in ratio:
+        out.append(("B1", ratio["adamw"][10] > 1, f"adamw: logn's branch_ratio at step 10 is {ratio['adamw'][10]:.2f}"))
+    else:
+        out.append(("B1", None, "runs missing"))
+    rel = [o for o in ("tiger", "lamb") if o in ratio]
+    if len(rel) == 2:
+        ok = all(ratio[o][10] < 1 and ratio[o][50] < 1 and ratio[o][100] > 1 for o in rel)
+        out.append(("B2", ok, "; ".join(f"{o}: at steps 10, 50, 100 " + ", ".join(f"{ratio[o][s]:.2f}" for s in (10, 50, 100))
+                                        for o in rel)))
+    else:
+        out.append(("B2", None, "runs missing"))
+    if have:
+        worst = max(abs(logged(branches[o]["logn"], k)[s] - v) for o in have for k in ("emb_turn", "self_logit")
+                    for s, v in logged(turn[o]["logn"], k).items())
+        out.append(("C", worst <= 1e-6, f"the re-made runs' emb_turn and self_logit differ from the committed ones' by at "
+                                        f"most {worst:.1e}"))
+    return out
+
+
+def branch_lines(branches, turn):
+    """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, and the
+    logged steps where the ratio first exceeds 1 and where it is largest (descriptive: no expectation rests on them)."""
+    lines = [f"{n} {EXPECTED[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
+    for o, by in branches.items():
+        b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
+        cross = next((s for s in sorted(b) if b[s] > 1), None)
+        peak = max(b, key=b.get)
+        lines.append(f"  {o:5} logn at steps {', '.join(map(str, BRANCH_STEPS))}: branch_ratio "
+                     + ", ".join(f"{b[s]:.2f}" for s in BRANCH_STEPS) + "; self_logit "
+                     + ", ".join(f"{z[s]:.2f}" for s in BRANCH_STEPS)
+                     + f"; the ratio first above 1 at step {cross}, largest at step {peak} ({b[peak]:.2f})")
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------------
+# What a relative step does and does not bound: weights against what they add, the optimizers' whole configuration,
+# and the operator norm of a matrix under rank-1 steps
+
+def branch_weight_lines(branches):
+    """Weights are not function. Per optimizer, from section 10's re-made logn runs (seed 1, steps 0-190): the rms of
+    the branches' weights (resid_rms) at the first and last logged step, beside what the branches ADD to the final
+    norm's input (branch_ratio) at step 100, at its largest and at the last step. Under a relative step the weights
+    hardly move while what they add grows past the embedding: a coherent change of tiny weights (section 6 shows the
+    same for a d x d matrix)."""
+    out = []
+    for o in ("tiger", "lamb", "adamw"):
+        r = branches.get(o, {}).get("logn")
+        if not r:
+            continue
+        w, b = logged(r, "resid_rms"), logged(r, "branch_ratio")
+        first, last, peak = min(w), max(w), max(b, key=b.get)
+        cross = next((t for t in sorted(b) if b[t] > 1), None)
+        above = cross is not None and all(b[t] > 1 for t in b if t >= cross)
+        out.append(f"{o:5} logn (seed 1): the branches' weights, rms {w[first]:.3e} at step {first} -> {w[last]:.3e} at "
+                   f"step {last} ({w[last] / w[first]:.3g}x); what they add, branch_ratio {b[100]:.2f} at step 100, "
+                   f"largest {b[peak]:.2f} at step {peak}, {b[max(b)]:.2f} at step {max(b)}"
+                   + (f"; above 1 at every logged step from {cross} to {max(b)}" if above else
+                      f"; first above 1 at step {cross}"))
+    return out
+
+
+def configuration_lines(runs):
+    """What differs between the optimizers besides the step's relativity: per main group, the lr, the weight
+    decay and how it is applied, the betas and eps (optim.py's reference constants for Tiger and LAMB, the run's Config
+    for AdamW), and the gradient clipping that runs before every step, with the raw gradient norm logged before it
+    (train.py logs clip_grad_norm_'s return value): median over the group's logged steps, and the lowest."""
+    adam_eps = torch.optim.AdamW([torch.zeros(1, requires_grad=True)]).defaults["eps"]
+    how = {"adamw": "decoupled, x lr", "tiger": "decoupled, x the RMS-scaled step", "lamb": "inside r, so under the trust ratio"}
+    out = []
+    for opt in ("adamw", "tiger", "lamb"):
+        rs = [r for r in runs if r["group"] == opt]
+        if not rs:
+            continue
+        c = rs[0]["config"]
+        wd = c.get("weight_decay")
+        wd = optim.DEFAULT_WEIGHT_DECAY[opt] if wd is None else wd
+        betas = {"adamw": f"betas ({c['beta1']:g}, {c['beta2']:g}), eps {adam_eps:g}",
+                 "tiger": f"beta {optim.TIGER_BETA:g} (one momentum, no second moment)",
+                 "lamb": f"betas ({optim.LAMB_BETAS[0]:g}, {optim.LAMB_BETAS[1]:g}), eps {optim.LAMB_EPS:g}"}[opt]
+        lrs = sorted({r["config"]["lr"] for r in rs})
+        norms = [v for r in rs for v in logged(r, "grad_norm").values()]
+        clip = sorted({r["config"]["grad_clip"] for r in rs})
+        out.append(f"{opt:5}: peak lr {', '.join(f'{x:g}' for x in lrs)} ("
+                   + ("appendix A's, not swept" if opt == "adamw" else "sweep S") + f"); weight decay {wd:g} ({how[opt]}); "
+                   + betas + f"; gradient clipped to norm {', '.join(f'{x:g}' for x in clip)} before every step: the raw "
+                   f"norm's median {np.median(norms):.1f}, lowest {min(norms):.2f} ({len(norms)} logged steps of "
+                   f"{len(rs)} runs)")
+    return out
+
+
+def rank_one_growth(make, d=768, lr=3e-3, steps=100, seed=0):
+    """What a relative step bounds, and what it doesn't. A d x d matrix P, orthogonal at init (as ortho's head is),
+    takes `steps` steps at a constant `lr` on one fixed rank-1 gradient -u v^T (a gradient that keeps pointing the same
+    way), with the optimizer `make(params, lr)` builds (no weight decay). Returns (|P_T|_F / |P_0|_F,
+    |P_T|_op / |P_0|_op): the Frobenius norm, which the relative step bounds by e^(steps lr), and the operator norm, the
+    most P can stretch one direction, which it does not bound: each step adds a rank-1 matrix of Frobenius norm about
+    lr |P|_F, and those add up in ONE direction, so |P|_op grows by about steps lr |P|_F = steps lr sqrt(d) while |P|_F
+    grows by only sqrt(1 + (steps lr)^2)."""
+    gen = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen))
+    u, v = torch.randn(d, 1, generator=gen), torch.randn(d, 1, generator=gen)
+    grad = -(u @ v.T) / (u.norm() * v.norm())
+    p = torch.nn.Parameter(q.clone())
+    opt = make([p], lr)
+    for _ in range(steps):
+        p.grad = grad.clone()
+        opt.step()
+    norms = lambda m, o: float(torch.linalg.matrix_norm(m, ord=o))  # noqa: E731
+    return norms(p.detach(), "fro") / norms(q, "fro"), norms(p.detach(), 2) / norms(q, 2)
