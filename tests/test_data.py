@@ -168,10 +168,13 @@ def damage(d, kind):
         (d / "meta.json").write_text(json.dumps(meta))
 
 
-@pytest.mark.parametrize("kind", ["invalid meta.json", "meta.json missing a key", "meta.json with a wrong type",
-                                  "ids beyond the vocabulary", "odd-sized token file", "token count unlike meta.json",
-                                  "meta.json naming another dataset", "meta.json whose counts don't add up",
-                                  "meta.json with a repeat_fraction that is no fraction"])
+DAMAGE = ["invalid meta.json", "meta.json missing a key", "meta.json with a wrong type", "ids beyond the vocabulary",
+          "odd-sized token file", "token count unlike meta.json", "meta.json naming another dataset",
+          "meta.json whose counts don't add up", "meta.json with a repeat_fraction that is no fraction"]
+
+
+# each case starts train.py (about 2-4 s of Python and torch start-up): the first in the default run, all with -m slow
+@pytest.mark.parametrize("kind", DAMAGE[:1] + [pytest.param(k, marks=pytest.mark.slow) for k in DAMAGE[1:]])
 def test_a_damaged_prepared_dataset_gets_one_line_naming_the_file_and_the_fix(tmp_path, monkeypatch, kind):
     monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
     book = text_file(tmp_path / "book.txt")
@@ -182,6 +185,7 @@ def test_a_damaged_prepared_dataset_gets_one_line_naming_the_file_and_the_fix(tm
     assert meta["dataset"] in p.stderr and ("delete" in p.stderr or "re-prepare" in p.stderr)
 
 
+@pytest.mark.slow
 def test_a_non_utf8_input_is_named_with_the_fix(tmp_path):
     book = tmp_path / "latin1.txt"
     book.write_bytes("café crème, déjà vu. ".encode("latin-1") * 100)
@@ -190,6 +194,7 @@ def test_a_non_utf8_input_is_named_with_the_fix(tmp_path):
     assert str(book) in p.stderr and "not UTF-8" in p.stderr and "iconv" in p.stderr
 
 
+@pytest.mark.slow
 def test_corpus_vocab_on_a_text_without_newlines_still_samples(tmp_path):
     """The sample starts from "\n"; a corpus without that token used to crash after training finished."""
     book = tmp_path / "oneline.txt"

@@ -79,6 +79,7 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_da
     assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 0
 
 
+@pytest.mark.slow
 def test_a_bad_flag_gets_one_line_and_exit_code_2(capsys):
     p = subprocess.run([sys.executable, "lessons/demo.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)

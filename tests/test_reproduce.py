@@ -65,6 +65,7 @@ def test_a_rerun_is_compared_run_by_run_with_the_committed_one(stub, tmp_path, m
     assert "4 runs compared" in lines[-1]
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_unknown_flags_with_one_line():
     p = subprocess.run([sys.executable, "lessons/reproduce.py", "live", "--bogus=1"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
@@ -317,6 +318,7 @@ def test_the_committed_runs_pass_the_record_checks():
         R.load_runs(R.committed_path(scale))  # raises on the first record of the wrong shape
 
 
+@pytest.mark.slow
 def test_help_prints_every_plan_with_what_it_does_and_how_long_and_exits_0():
     p = subprocess.run([sys.executable, "lessons/reproduce.py", "--help"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
