@@ -110,6 +110,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(data_dir, tmp_path):
                {k: b[s].get(k) for k in ("train_loss", "val_loss", "tokens", "lr")}, s
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(data_dir, tmp_path):
     proc = subprocess.Popen([sys.executable, "train.py", *TINY, "--max_iters=100000", "--eval_interval=1000",
                              f"--out_dir={tmp_path}"], cwd=ROOT, stdout=subprocess.PIPE,
@@ -147,7 +148,7 @@ def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, 
         torch.testing.assert_close(w1[k], w2[k], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("flag, words", [
+BAD_INPUT = [
     ("--lerning_rate=1", "unknown flag --lerning_rate"),
     ("--lr=fast", "--lr expects float"),
     ("--lr=-0.1", "lr must be > 0"),
@@ -159,7 +160,12 @@ def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, 
     ("--seed=100000000000000000000000", "seed must be in [0, 2**63)"),
     ("--dtype=float16", "float16 is not supported"),
     ("--n_embd=16384", "lower n_embd"),  # refused from the memory estimate before anything is allocated
-])
+]
+
+
+# each case starts train.py (~2 s of Python and torch start-up): two in the default run, all with -m slow
+@pytest.mark.parametrize("flag, words",
+                         BAD_INPUT[:2] + [pytest.param(*c, marks=pytest.mark.slow) for c in BAD_INPUT[2:]])
 def test_bad_input_gets_one_clear_line_and_exit_code_2(data_dir, flag, words):
     p = run([*TINY, "--out_dir=", flag])
     assert p.returncode == 2
@@ -167,6 +173,7 @@ def test_bad_input_gets_one_clear_line_and_exit_code_2(data_dir, flag, words):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+@pytest.mark.slow
 def test_asking_for_cuda_without_a_gpu_is_refused(data_dir):
     p = run([*TINY, "--out_dir=", "--device=cuda"])
     assert p.returncode == 2 and "no CUDA GPU" in p.stderr
@@ -259,6 +266,7 @@ class Booby:
         return (os.system, (f"touch {self.path}",))
 
 
+@pytest.mark.slow
 def test_checkpoint_with_pickled_code_is_refused_and_runs_nothing(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
     state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
@@ -280,7 +288,8 @@ def test_resuming_on_other_data_is_refused(data_dir, tmp_path):
     assert p.returncode == 1 and one_line(p) and "trained on other data" in p.stderr, p.stderr
 
 
-@pytest.mark.parametrize("kind", ["a file", "under a file", "unwritable", "the source tree"])
+@pytest.mark.parametrize("kind", ["a file"] + [pytest.param(k, marks=pytest.mark.slow)
+                                  for k in ("under a file", "unwritable", "the source tree")])
 def test_an_unusable_out_dir_gets_one_line(data_dir, tmp_path, kind):
     f = tmp_path / "f"
     f.write_text("x")
@@ -349,6 +358,7 @@ def test_non_finite_and_out_of_range_settings_are_refused_naming_the_setting(fie
         Config(**{field: value})
 
 
+@pytest.mark.slow
 def test_mps_is_a_choice_and_is_refused_without_an_apple_gpu(data_dir):
     from train import Config
     assert Config(device="mps").device == "mps"
@@ -358,6 +368,7 @@ def test_mps_is_a_choice_and_is_refused_without_an_apple_gpu(data_dir):
     assert p.returncode == 2 and one_line(p) and "no usable Apple GPU" in p.stderr
 
 
+@pytest.mark.slow
 def test_help_describes_every_flag():
     from dataclasses import fields
 
@@ -401,6 +412,7 @@ def test_tokens_count_on_from_the_checkpoint_when_a_run_is_extended(data_dir, tm
     assert r[7]["tokens"] == 8 * 4 * 16  # 8 steps of 4 x 16 (a changed batch_size is refused: test_reliability.py)
 
 
+@pytest.mark.slow
 def test_the_rmsnorm_softcap_variant_trains_from_the_command_line(data_dir):
     p = run([*TINY, "--max_iters=3", "--eval_interval=3", "--out_dir=", "--norm=rmsnorm", "--head=softcap",
              "--softcap=5"])
