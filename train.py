@@ -308,15 +308,16 @@ def evaluations_at(step, c):
 
 
 def train_step(run, logging_now):
-    """One step: batch -> lr -> forward -> backward -> clip -> update. Returns what a logged row reports of it: lr,
-    the gradient norm before clipping (None without clipping) and, when logging_now, the embedding's own."""
+    """One step: batch -> lr -> forward (only the loss is kept: the textbook path's logits would hold (B*T) x n floats)
+    -> backward -> clip -> update. Returns what a logged row reports of it: lr, the gradient norm before clipping
+    (None without clipping) and, when logging_now, the embedding's own."""
     c = run.c
     x, y = get_batch(run.train_data, c.batch_size, c.block_size, run.gen, run.rows, run.lut)
     lr = lr_at(run.step, c)
     for group in run.optimizer.param_groups:
         group["lr"] = lr
     with run.autocast:
-        _, loss = run.step_model(x.to(run.device, non_blocking=True), y.to(run.device, non_blocking=True))
+        loss = run.step_model(x.to(run.device, non_blocking=True), y.to(run.device, non_blocking=True))[1]
     run.optimizer.zero_grad(set_to_none=True)
     loss.backward()
     # before clipping: the raw size of the embedding's (summed, if tied) gradient
