@@ -560,7 +560,7 @@ def verdict_lines(result):
         lines.append(f"  {name + ':':7s}{say} ({spread})")
     flip = result.get("flip")
     if flip and flip["ci95"]:
-        lines.append(f"  The optimizer decides: seed by seed, the gap under {OPT_NAMES.get(flip['of'], flip['of'])} minus "
+        lines.append(f"  The optimizer (its configuration) decides: seed by seed, the gap under {OPT_NAMES.get(flip['of'], flip['of'])} minus "
                      f"under AdamW is {flip['mean']:+.2f} nats (sd {flip['sd']:.2f}, 95% interval {flip['ci95'][0]:+.2f} "
                      f"to {flip['ci95'][1]:+.2f})")
     camp = result.get("campaign") or {}
