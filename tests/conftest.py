@@ -90,6 +90,18 @@ def data_dir(tmp_path_factory):
     del os.environ["TIEDGPT_DATA_DIR"]
 
 
+@pytest.fixture
+def tiny_data(tmp_path_factory, monkeypatch):
+    """pydoc's topics, prepared into a temp dir that train.py in this process and in child processes reads
+    (TIEDGPT_DATA_DIR): real training in seconds, no Shakespeare needed."""
+    d = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("TIEDGPT_DATA_DIR", str(d))
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(d))
+    P.prepare("pydoc_topics", log=lambda *_: None)
+    return d
+
+
 def run(args, cwd=ROOT, script="train.py", **kw):
     """`python train.py ARGS` (or another script) in a fresh process."""
     import subprocess

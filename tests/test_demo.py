@@ -14,17 +14,6 @@ sys.path.insert(0, os.path.join(ROOT, "lessons"))
 import demo as D  # noqa: E402
 
 
-@pytest.fixture
-def tiny_data(tmp_path_factory, monkeypatch):
-    """pydoc's topics, prepared into a temp dir (as in test_train.py): real training in seconds, no Shakespeare needed."""
-    d = tmp_path_factory.mktemp("data")
-    monkeypatch.setenv("TIEDGPT_DATA_DIR", str(d))
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(d))
-    P.prepare("pydoc_topics", log=lambda *_: None)
-    return d
-
-
 def tiny(out):
     return ["--tiny", "--dataset=pydoc_topics", f"--out={out}"]
 

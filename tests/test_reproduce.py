@@ -147,17 +147,6 @@ def test_stopping_a_worker_prints_one_line_and_keeps_finished_runs(stub, tmp_pat
     assert len(R.load_runs(str(tmp_path))) == 2
 
 
-@pytest.fixture
-def tiny_data(tmp_path_factory, monkeypatch):
-    """pydoc's topics, prepared into a temp dir (as in test_train.py): real training in seconds."""
-    d = tmp_path_factory.mktemp("data")
-    monkeypatch.setenv("TIEDGPT_DATA_DIR", str(d))
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(d))
-    P.prepare("pydoc_topics", log=lambda *_: None)
-    return d
-
-
 @pytest.mark.slow
 def test_a_run_killed_mid_way_continues_from_its_checkpoint_to_the_same_record(tiny_data, tmp_path, monkeypatch):
     """With --ckpt_dir a run stopped mid-way (a session's hard stop, a kill) is not lost: a restarted worker
