@@ -445,15 +445,15 @@ def finish(run, seconds, log):
 # ----------------------------------------------------------------------------------------------------
 # Command line: --key=value over Config
 
-def parse_args(argv):
-    """Config from --key=value flags, each value read as its field's annotated type; --help lists them."""
-    known = {f.name: f for f in fields(Config)}
+def parse_args(argv, cls=Config, doc=__doc__):
+    """A `cls` (Config; demo.py's Demo) from --key=value flags, each read as its field's type; --help lists them."""
+    known = {f.name: f for f in fields(cls)}
     kw = {}
     for arg in argv:
         if arg in ("-h", "--help"):
-            print(__doc__.strip() + "\n\nflags (--key=value, default shown):")
-            width = max(len(f"--{f.name}={f.default}") for f in fields(Config))
-            for f in fields(Config):
+            print(doc.strip() + "\n\nflags (--key=value, default shown):")
+            width = max(len(f"--{f.name}={f.default}") for f in fields(cls))
+            for f in fields(cls):
                 print(f"  {f'--{f.name}={f.default}':{width}}  {f.metadata.get('help', '')}")
             sys.exit(0)
         key, eq, val = arg[2:].partition("=")
@@ -462,7 +462,7 @@ def parse_args(argv):
         if key not in known:
             raise ValueError(f"unknown flag --{key} (see --help for the list)")
         kw[key] = convert(known[key], val)
-    return Config(**kw)
+    return cls(**kw)
 
 
 def convert(f, val):

@@ -22,7 +22,7 @@ The verdict rule, fixed before any demo run: at the reported step (the last one)
 the seeds, the 95% t interval of their mean. Interval above 0: "yes" (logn is behind ortho); below 0: "no"
 (logn is ahead); containing 0 (or one seed only): "can't tell". No other rule and no other step is consulted.
 
-The setting (DEFAULTS) is the campaign's (appendix B: 2 layers, heads of 64, vocab = the corpus's n = 11,706
+The setting (Demo's defaults) is the campaign's (appendix B: 2 layers, heads of 64, vocab = the corpus's n = 11,706
 tokens, 8 sequences of 64 tokens a step, 100 warmup steps then a cosine that would end at step 1,200, branches at
 N(0, 1e-4^2), float32, weight decay each optimizer's own, the val loss on the same 128 val windows every 10 steps)
 at d = 256 instead of 768, for 100 steps (the step where the campaign's numbers are quoted), 5 seeds. What d
@@ -55,6 +55,7 @@ Lesson 04 imports load_result, figure and verdict_lines, and reads the committed
 """
 
 import dataclasses
+from dataclasses import dataclass, fields
 import hashlib
 import json
 import math
@@ -64,7 +65,6 @@ import platform
 import queue as queue_module
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -80,9 +80,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from train import Config, TrainingError, load_data, setup_device, train  # noqa: E402
+from tiedgpt import flag  # noqa: E402
+from train import Config, TrainingError, convert, load_data, setup_device, train  # noqa: E402
+from train import parse_args as train_parse_args  # noqa: E402
 
-from stats import interval  # noqa: E402  (lessons/stats.py: the campaigns' t interval)
+import records  # noqa: E402  (lessons/records.py: how a run is stored and read)
+from stats import interval, t_quantile  # noqa: E402  (lessons/stats.py: the campaigns' t interval)
 
 COMMITTED = os.path.join(HERE, "data", "demo.json")  # one full default run, made with this file (lesson 04 reads it)
 CAMPAIGN = os.path.join(HERE, "data", "repro_optim")  # appendix B's committed runs
@@ -90,117 +93,82 @@ OPTIMIZER_NAMES = ("tiger", "lamb", "adamw")
 ARMS = ("logn", "ortho")  # the gap is logn - ortho
 RESIDUAL_STD = 1e-4  # the campaign's branch init (train.TIGER_RESIDUAL_STD), for every optimizer alike
 
-# Every key is a --key=value flag. The run settings first (they make a run's config), then how to run them.
-DEFAULTS = dict(
-    seeds="1,2,3,4,5",  # each seed draws the init and the batch order; logn and ortho of one seed share the batches
-    optimizers="tiger,adamw",  # any of tiger, lamb, adamw
-    steps=100,  # steps trained; the verdict is read at the last one
-    n_embd=256, n_layer=2, n_head=4, batch_size=8, block_size=64,  # d = 256 (the campaign: 768), heads of 64
-    warmup=100,  # linear warmup steps
-    schedule=1200,  # the cosine's length (lr_decay_iters): the campaign's lr curve, cut at `steps`
-    # peak lrs: Tiger's and LAMB's are the campaign's (a relative step does not depend on d); AdamW's is the
-    # campaign's 1e-3 x 768 / d, so that its step relative to logn's embedding, lr / sigma = lr d / ln n, is the same
-    lr_tiger=3e-3, lr_lamb=3e-3, lr_adamw=3e-3,
-    ortho_dsigma=15.36,  # ortho's d * sigma (the tied head's logit scale): GPT-2's 0.02 x 768
-    eval_every=10,  # steps between val measurements
-    val_windows=128,  # val windows measured (evenly spaced over the val split; the campaign's dense subset)
-    dataset="shakespeare",  # or pydoc_topics (what data/prepare.py falls back to offline)
-    # how to run them
-    device="auto",  # auto (cuda if there is one, else mps on Apple silicon, else cpu) | cpu | cuda | cuda:N
-    workers=0,  # processes running runs side by side; 0: 2 on a CPU with >= 2 cores, else 1
-    threads=0,  # torch threads per process; 0: 1 with several workers, else torch's default
-    out="out/demo",  # folder for runs/, demo.json, demo.png (relative to the repository root)
-    fresh=False,  # true: re-make runs even where a finished run of the same config is in out/runs/
-    tiny=False,  # true: a seconds-long setting for the tests (TINY); its numbers mean nothing
-)
+@dataclass
+class Demo:
+    """The demo's settings, each a --key=value flag (train.py's parser; bare --tiny and --fresh mean =true). The run
+    settings first (RUN_KEYS: they make a run's config), then how to run them."""
+    seeds: str = flag("1,2,3,4,5", "comma-separated seeds (>= 0); each draws init and batch order (logn and ortho "
+                                   "of one seed share the batches)")
+    optimizers: str = flag("tiger,adamw", "comma-separated: tiger, lamb, adamw")
+    steps: int = flag(100, "steps per run; the verdict is read at the last (a multiple of eval_every)")
+    n_embd: int = flag(256, "width d (the campaign: 768)")
+    n_layer: int = flag(2, "transformer blocks")
+    n_head: int = flag(4, "attention heads (heads of 64 at d = 256)")
+    batch_size: int = flag(8, "sequences per step")
+    block_size: int = flag(64, "tokens per sequence")
+    warmup: int = flag(100, "linear warmup steps")
+    schedule: int = flag(1200, "the cosine's length (lr_decay_iters): the campaign's lr curve, cut at steps")
+    # Tiger's and LAMB's lr are the campaign's (a relative step does not depend on d); AdamW's is the campaign's
+    # 1e-3 x 768 / d, so that its step relative to logn's embedding, lr / sigma = lr d / ln n, is the same
+    lr_tiger: float = flag(3e-3, "Tiger's peak lr")
+    lr_lamb: float = flag(3e-3, "LAMB's peak lr")
+    lr_adamw: float = flag(3e-3, "AdamW's peak lr")
+    ortho_dsigma: float = flag(15.36, "ortho's d * sigma, the tied head's logit scale (GPT-2's 0.02 x 768)")
+    eval_every: int = flag(10, "steps between val measurements")
+    val_windows: int = flag(128, "val windows measured (evenly spaced over the val split; the campaign's subset)")
+    dataset: str = flag("shakespeare", "shakespeare | pydoc_topics (what data/prepare.py falls back to offline)")
+    device: str = flag("auto", "auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N")
+    workers: int = flag(0, "processes side by side (0: 2 on a CPU with >= 2 cores, else 1)")
+    threads: int = flag(0, "torch threads per process (0: 1 with several workers, else torch's default)")
+    out: str = flag("out/demo", "folder for runs/, demo.json, demo.png (relative to the repository root)")
+    fresh: bool = flag(False, "true: re-make runs already finished with this config in out/runs/")
+    tiny: bool = flag(False, "true: the tests' seconds-long setting (TINY); its numbers mean nothing")
+
+    def __post_init__(self):
+        """Refuse impossible settings before any run starts (ValueError, one line)."""
+        try:
+            seeds = seeds_of(self.seeds)
+        except ValueError:
+            raise ValueError(f"--seeds expects comma-separated whole numbers, got {self.seeds!r}") from None
+        if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+            raise ValueError(f"--seeds needs distinct seeds >= 0, got {self.seeds!r}")
+        opts = optimizers_of(self.optimizers)
+        if not opts or len(set(opts)) != len(opts) or set(opts) - set(OPTIMIZER_NAMES):
+            raise ValueError(f"--optimizers takes distinct names from {', '.join(OPTIMIZER_NAMES)}, "
+                             f"got {self.optimizers!r}")
+        for k in ("steps", "eval_every", "val_windows", "workers", "threads", "warmup", "schedule"):
+            least = 0 if k in ("workers", "threads", "warmup") else 1
+            if getattr(self, k) < least:
+                raise ValueError(f"--{k} must be >= {least}, got {getattr(self, k)}")
+        if self.steps % self.eval_every:
+            raise ValueError(f"--steps ({self.steps}) must be a multiple of --eval_every ({self.eval_every})")
+        if not self.ortho_dsigma > 0:
+            raise ValueError(f"--ortho_dsigma must be > 0, got {self.ortho_dsigma}")
+        for o in opts:
+            run_config(self, o, "ortho", seeds[0], self.dataset, "cpu")  # Config's checks (lr > 0, heads divide d)
+
+
 RUN_KEYS = ("seeds", "optimizers", "steps", "n_embd", "n_layer", "n_head", "batch_size", "block_size", "warmup",
             "schedule", "lr_tiger", "lr_lamb", "lr_adamw", "ortho_dsigma", "eval_every", "val_windows", "dataset")
 TINY = dict(seeds="1,2", steps=4, n_embd=16, n_layer=1, n_head=1, batch_size=2, block_size=16, warmup=2, schedule=8,
             eval_every=2, val_windows=4, workers=1, threads=1, out="out/demo_tiny")
-HELP = dict(seeds="comma-separated seeds (>= 0); each draws init and batch order", optimizers="comma-separated: "
-            "tiger, lamb, adamw", steps="steps per run; the verdict is read at the last (a multiple of eval_every)",
-            n_embd="width d", n_layer="transformer blocks", n_head="attention heads (d / n_head even)",
-            batch_size="sequences per step", block_size="tokens per sequence", warmup="linear warmup steps",
-            schedule="the cosine's length (the lr curve is cut at steps)", lr_tiger="Tiger's peak lr",
-            lr_lamb="LAMB's peak lr", lr_adamw="AdamW's peak lr", ortho_dsigma="ortho's d * sigma (sigma = this / d)",
-            eval_every="steps between val measurements", val_windows="val windows measured (evenly spaced)",
-            dataset="shakespeare | pydoc_topics", device="auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N",
-            workers="processes side by side (0: 2 on a CPU with >= 2 cores, else 1)",
-            threads="torch threads per process (0: 1 with several workers, else torch's default)",
-            out="folder for runs/, demo.json, demo.png", fresh="true: re-make runs already finished with this config",
-            tiny="true: the tests' seconds-long setting (its numbers mean nothing)")
 
-
-# ----------------------------------------------------------------------------------------------------
-# The command line: --key=value over DEFAULTS, as train.py does over its Config
 
 def parse_args(argv):
-    """The demo's settings from --key=value flags (bare --tiny and --fresh mean =true). ValueError on a bad one."""
-    s = dict(DEFAULTS)
-    given = {}
-    for arg in argv:
-        if arg in ("-h", "--help"):
-            print(__doc__.strip() + "\n\nflags (--key=value, default shown):")
-            for k, v in DEFAULTS.items():
-                print(f"  --{k}={v}".ljust(30) + HELP[k])
-            sys.exit(0)
-        key, eq, val = arg[2:].partition("=")
-        if not arg.startswith("--") or (not eq and key not in ("tiny", "fresh")):
-            raise ValueError(f"bad argument {arg!r}: flags look like --key=value (see --help)")
-        if key not in DEFAULTS:
-            raise ValueError(f"unknown flag --{key} (see --help for the list)")
-        given[key] = _convert(key, val if eq else "true")
-    if given.get("tiny"):
-        s.update(TINY)
-    s.update(given)
-    check(s)
-    return s
+    """Demo from --key=value flags (train.parse_args); --tiny puts TINY's settings under the flags given."""
+    argv = [f"{a}=true" if a in ("--tiny", "--fresh") else a for a in argv]
+    tiny = [a.partition("=")[2] for a in argv if a.startswith("--tiny=")]
+    if tiny and convert(next(f for f in fields(Demo) if f.name == "tiny"), tiny[-1]):
+        argv = [f"--{k}={v}" for k, v in TINY.items()] + argv  # a later flag wins
+    return train_parse_args(argv, Demo, __doc__)
 
 
-def _convert(key, val):
-    kind = type(DEFAULTS[key])
-    if kind is bool:
-        if val.lower() in ("true", "1", "yes"):
-            return True
-        if val.lower() in ("false", "0", "no"):
-            return False
-        raise ValueError(f"--{key} expects true or false, got {val!r}")
-    try:
-        return kind(val)
-    except ValueError:
-        raise ValueError(f"--{key} expects {kind.__name__}, got {val!r}") from None
+def seeds_of(text):
+    return [int(x) for x in str(text).split(",") if x.strip()]
 
 
-def seeds_of(s):
-    return [int(x) for x in str(s["seeds"]).split(",") if x.strip()]
-
-
-def optimizers_of(s):
-    return [x.strip() for x in s["optimizers"].split(",") if x.strip()]
-
-
-def check(s):
-    """Refuse impossible settings before any run starts (ValueError, one line)."""
-    try:
-        seeds = seeds_of(s)
-    except ValueError:
-        raise ValueError(f"--seeds expects comma-separated whole numbers, got {s['seeds']!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(f"--seeds needs distinct seeds >= 0, got {s['seeds']!r}")
-    opts = optimizers_of(s)
-    bad = [o for o in opts if o not in OPTIMIZER_NAMES]
-    if bad or not opts or len(set(opts)) != len(opts):
-        raise ValueError(f"--optimizers takes distinct names from {', '.join(OPTIMIZER_NAMES)}, got {s['optimizers']!r}")
-    for k in ("steps", "eval_every", "val_windows", "workers", "threads", "warmup", "schedule"):
-        least = 0 if k in ("workers", "threads", "warmup") else 1
-        if s[k] < least:
-            raise ValueError(f"--{k} must be >= {least}, got {s[k]}")
-    if s["steps"] % s["eval_every"]:
-        raise ValueError(f"--steps ({s['steps']}) must be a multiple of --eval_every ({s['eval_every']})")
-    if not s["ortho_dsigma"] > 0:
-        raise ValueError(f"--ortho_dsigma must be > 0, got {s['ortho_dsigma']}")
-    for o in opts:
-        run_config(s, o, "ortho", seeds[0], s["dataset"], "cpu")  # Config's own checks (lr > 0, heads divide d, ...)
+def optimizers_of(text):
+    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -211,14 +179,14 @@ def run_config(s, opt, arm, seed, dataset, device):
     and default weight decay) and seed. Validation: every eval_every steps the val loss over val_windows fixed val
     windows (train's dense_val_until / val_subset_loss); the 'full' evaluation train does every eval_every steps is
     kept as cheap as it goes (eval_iters=1) and is not used."""
-    return Config(dataset=dataset, vocab="corpus", n_layer=s["n_layer"], n_embd=s["n_embd"], n_head=s["n_head"],
-                  block_size=s["block_size"], batch_size=s["batch_size"], head=arm,
+    return Config(dataset=dataset, vocab="corpus", n_layer=s.n_layer, n_embd=s.n_embd, n_head=s.n_head,
+                  block_size=s.block_size, batch_size=s.batch_size, head=arm,
                   # ortho at the campaign's logit scale d * sigma; logn sets sigma = ln(n)/d itself
-                  emb_std=s["ortho_dsigma"] / s["n_embd"] if arm == "ortho" else None,
-                  residual_std=RESIDUAL_STD, optimizer=opt, lr=s[f"lr_{opt}"], warmup_iters=s["warmup"],
-                  max_iters=s["steps"], lr_decay_iters=s["schedule"], dtype="float32", device=device,
-                  eval_interval=s["eval_every"], eval_iters=1, log_interval=s["eval_every"],
-                  dense_val_until=s["steps"], dense_val_windows=s["val_windows"], seed=seed, data_seed=None,
+                  emb_std=s.ortho_dsigma / s.n_embd if arm == "ortho" else None,
+                  residual_std=RESIDUAL_STD, optimizer=opt, lr=getattr(s, f"lr_{opt}"), warmup_iters=s.warmup,
+                  max_iters=s.steps, lr_decay_iters=s.schedule, dtype="float32", device=device,
+                  eval_interval=s.eval_every, eval_iters=1, log_interval=s.eval_every,
+                  dense_val_until=s.steps, dense_val_windows=s.val_windows, seed=seed, data_seed=None,
                   out_dir="", sample_tokens=0)
 
 
@@ -255,14 +223,6 @@ def run_one(config, on_step=lambda step: None):
                 finished=time.strftime("%Y-%m-%d %H:%M:%S"))
 
 
-def write_json(path, obj):
-    """Write atomically: a reader (or an interrupted run) never sees half a file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.replace(tmp, path)
-
-
 def finished_run(path, config):
     """The record at `path` if it is a finished run of exactly `config`, else None (a damaged file is re-made)."""
     try:
@@ -287,7 +247,7 @@ def _worker(tasks, results, threads):
     for path, config in iter(tasks.get, None):
         name = os.path.basename(path)
         try:
-            write_json(path, run_one(config, on_step=lambda step: results.put(("step", name, step))))
+            records.write_atomic(path, run_one(config, on_step=lambda step: results.put(("step", name, step))))
         except KeyboardInterrupt:  # train() stopped on Ctrl-C (or SIGTERM) after its current step
             results.put(("stopped", name, None))
             return
@@ -321,7 +281,7 @@ def run_all(jobs, workers, threads, bar, log=print):
         try:
             for path, config in jobs:
                 name = os.path.basename(path)
-                write_json(path, run_one(config, on_step=lambda step: advance(name, step)))
+                records.write_atomic(path, run_one(config, on_step=lambda step: advance(name, step)))
                 finish(name)
         finally:
             torch.set_num_threads(before)
@@ -388,8 +348,8 @@ def gaps(runs, opt, seeds):
 
 def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
     """The whole result as one JSON-able dict (what demo.json holds)."""
-    seeds, opts = seeds_of(s), optimizers_of(s)
-    result = dict(settings={k: s[k] for k in RUN_KEYS}, dataset=dataset, runs=runs, gaps={}, verdicts={})
+    seeds, opts = seeds_of(s.seeds), optimizers_of(s.optimizers)
+    result = dict(settings={k: getattr(s, k) for k in RUN_KEYS}, dataset=dataset, runs=runs, gaps={}, verdicts={})
     for opt in opts:
         steps, per_seed = gaps(runs, opt, seeds)
         g = np.array([per_seed[str(x)] for x in seeds])
@@ -412,7 +372,7 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
     result["run"] = dict(wall_s=wall_s, runs_reused=reused, runs_total=len(runs), device=device, workers=workers,
                          threads_per_worker=threads, cpu=cpu_name(), cpu_count=os.cpu_count(),
                          cuda_device=torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
-                         torch=torch.__version__, python=platform.python_version(), **git_state(),
+                         torch=torch.__version__, python=platform.python_version(), **records.git_state(ROOT),
                          finished=time.strftime("%Y-%m-%d %H:%M:%S"))
     return result
 
@@ -432,17 +392,6 @@ def _loadavg():
         return None
 
 
-def git_state():
-    """The commit this file ran at, and whether the working tree had uncommitted changes."""
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, cwd=ROOT).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-    commit = git("rev-parse", "HEAD") or None
-    return dict(git_commit=commit, git_dirty=bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None)
-
-
 # ----------------------------------------------------------------------------------------------------
 # The campaign's number at the same step, where the demo's setting is the campaign's
 
@@ -455,25 +404,16 @@ CAMPAIGN_STEPS = range(0, 201, 10)  # where the campaign measured the same 128 v
 def campaign_gaps(step, folder=CAMPAIGN):
     """{optimizer: dict(subset=..., whole=..., seeds=[...])}: appendix B's mean logn - ortho at `step` over the seeds
     both arms have, on the dense val subset and (at multiples of 100) on the whole val split. {} if absent."""
+    runs = records.load_runs(folder) if os.path.isdir(folder) else []
     out = {}
-    if not os.path.isdir(folder):
-        return out
-    runs = {}
-    for name in os.listdir(folder):
-        if name.endswith(".json") and not name.startswith((".", "check", "sweep")):
-            with open(os.path.join(folder, name)) as f:
-                r = json.load(f)
-            runs[(r["group"], r["arm"], r["seed"])] = {h["step"]: h for h in r["history"]}
     for opt in OPTIMIZER_NAMES:
-        seeds = sorted(s for (g, a, s) in runs if g == opt and a == "logn" and (g, "ortho", s) in runs)
-        if not seeds:
+        by = records.by_arm([r for r in runs if r["group"] == opt])
+        if not (by.get("logn") and by.get("ortho")):
             continue
-        row = dict(seeds=seeds)
+        row = dict(seeds=sorted(set(by["logn"]) & set(by["ortho"])))
         for key, name in (("val_subset_loss", "subset"), ("val_loss", "whole")):
-            d = [runs[(opt, "logn", s)].get(step, {}).get(key) for s in seeds]
-            e = [runs[(opt, "ortho", s)].get(step, {}).get(key) for s in seeds]
-            ok = all(x is not None for x in d + e)
-            row[name] = float(np.mean(np.array(d) - np.array(e))) if ok else None
+            steps, mean, *_ = records.gap_curve(by["logn"], by["ortho"], key)
+            row[name] = float(mean[steps == step][0]) if step in steps else None
         out[opt] = row
     return out
 
@@ -481,13 +421,13 @@ def campaign_gaps(step, folder=CAMPAIGN):
 def campaign_comparison(s, dataset):
     """What the demo can say about the campaign: the settings that differ from it, and (only if none does and the
     campaign measured the same val windows at the demo's last step) the campaign's gap there."""
-    differs = [f"{k}={s[k]:g}" if isinstance(s[k], float) else f"{k}={s[k]}" for k, v in CAMPAIGN_SETTING.items()
-               if k != "dataset" and s[k] != v]
+    now = {k: getattr(s, k) for k in CAMPAIGN_SETTING if k != "dataset"}
+    differs = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in now.items() if v != CAMPAIGN_SETTING[k]]
     if dataset.get("dataset") != "shakespeare":
         differs.append(f"dataset={dataset.get('dataset')}")
-    same = not differs and s["steps"] in CAMPAIGN_STEPS
-    return dict(same_setting=same, differs=differs, step=s["steps"] if same else 100,
-                gaps=campaign_gaps(s["steps"] if same else 100))
+    same = not differs and s.steps in CAMPAIGN_STEPS
+    return dict(same_setting=same, differs=differs, step=s.steps if same else 100,
+                gaps=campaign_gaps(s.steps if same else 100))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -528,8 +468,7 @@ def figure(result):
                 f"{v['step']} ({n} seeds) -> {v['word']}")
         ax.plot([v["step"]], [v["mean"]], "o", color=col, ms=6)  # where the verdict is read
         if n > 1:
-            from scipy import stats
-            half = stats.t.ppf(0.975, n - 1) * per_seed.std(0, ddof=1) / math.sqrt(n)
+            half = t_quantile(0.975, n - 1) * per_seed.std(0, ddof=1) / math.sqrt(n)
             ax.fill_between(steps, mean - half, mean + half, color=col, alpha=0.15, lw=0)
     st = result["settings"]
     ax.set(xlabel="training step", ylabel="val loss: logn - ortho (nats)",
@@ -542,7 +481,7 @@ def figure(result):
 
 def verdict_lines(result):
     """The answer in plain words: a header, one row per optimizer, the campaign beside it (or why not)."""
-    n = len(seeds_of(result["settings"]))
+    n = len(seeds_of(result["settings"]["seeds"]))
     lines = [f"Is ln(n)/d slowest? logn - ortho, val loss at the last step, over {n} paired seed{'s' * (n > 1)} "
              f"(> 0: logn is behind)"]
     for opt, v in result["verdicts"].items():
@@ -585,35 +524,35 @@ def main(argv, log=print):
     t0, load0 = time.time(), _loadavg()
     try:
         s = parse_args(argv)
-        device = str(setup_device(Config(device=s["device"], out_dir=""))[0])
+        device = str(setup_device(Config(device=s.device, out_dir=""))[0])
     except ValueError as e:
         print(f"demo.py: {e}", file=sys.stderr)
         return 2
-    out = s["out"] if os.path.isabs(s["out"]) else os.path.join(ROOT, s["out"])
+    out = s.out if os.path.isabs(s.out) else os.path.join(ROOT, s.out)
     runs_dir = os.path.join(out, "runs")
     os.makedirs(runs_dir, exist_ok=True)
     try:  # prepare the data once, here, before any worker needs it
-        c, meta = load_data(run_config(s, "adamw", "logn", 0, s["dataset"], "cpu"), log=log)[:2]
+        c, meta = load_data(run_config(s, "adamw", "logn", 0, s.dataset, "cpu"), log=log)[:2]
     except (ValueError, FileNotFoundError) as e:
         print(f"demo.py: {e}", file=sys.stderr)
         return 2
     dataset = dict(dataset=meta["dataset"], sha256=meta.get("sha256"), n=c.vocab_size)
     device_kind = "cuda" if device.startswith("cuda") else device
-    workers = s["workers"] or (2 if device_kind == "cpu" and (os.cpu_count() or 1) >= 2 else 1)
-    threads = s["threads"] or (1 if workers > 1 else torch.get_num_threads())
+    workers = s.workers or (2 if device_kind == "cpu" and (os.cpu_count() or 1) >= 2 else 1)
+    threads = s.threads or (1 if workers > 1 else torch.get_num_threads())
     configs = [run_config(s, o, a, seed, meta["dataset"], device if device_kind != "cpu" else "cpu")
-               for seed in seeds_of(s) for o in optimizers_of(s) for a in ARMS]
+               for seed in seeds_of(s.seeds) for o in optimizers_of(s.optimizers) for a in ARMS]
     jobs, runs = [], {}
     for config in configs:
         path = run_path(runs_dir, config)
-        rec = None if s["fresh"] else finished_run(path, config)
+        rec = None if s.fresh else finished_run(path, config)
         if rec is None:
             jobs.append((path, config))
         else:
             runs[path] = rec
     reused = len(runs)
-    log(f"demo: {len(configs)} runs ({', '.join(optimizers_of(s))} x logn, ortho x seeds {s['seeds']}), d={s['n_embd']}, "
-        f"{s['steps']} steps, n={c.vocab_size} ({meta['dataset']}), on {device_kind}"
+    log(f"demo: {len(configs)} runs ({', '.join(optimizers_of(s.optimizers))} x logn, ortho x seeds {s.seeds}), d={s.n_embd}, "
+        f"{s.steps} steps, n={c.vocab_size} ({meta['dataset']}), on {device_kind}"
         + (f" in {workers} processes of 1 thread" if workers > 1 else f" with {threads} thread(s)")
         + (f"; {reused} finished runs reused from {runs_dir}" if reused else ""))
     # the bar redraws one line: right for a terminal or a notebook; a log file gets one line per finished run instead
@@ -634,14 +573,14 @@ def main(argv, log=print):
               file=sys.stderr)
         return 1
     bar.close()
-    records = [finished_run(run_path(runs_dir, c), c) for c in configs]
-    if any(r is None for r in records):
+    made = [finished_run(run_path(runs_dir, c), c) for c in configs]
+    if any(r is None for r in made):
         print(f"demo.py: a run's file in {runs_dir} is missing or damaged; run again to re-make it", file=sys.stderr)
         return 1
-    result = summarise(s, records, dataset, time.time() - t0, reused, device_kind, workers, threads)
+    result = summarise(s, made, dataset, time.time() - t0, reused, device_kind, workers, threads)
     # how busy the machine was (1-minute load average, at the start and the end): a wall time means little without it
     result["run"].update(loadavg_start=load0, loadavg_end=_loadavg())
-    write_json(os.path.join(out, "demo.json"), result)
+    records.write_atomic(os.path.join(out, "demo.json"), result)
     import matplotlib
     matplotlib.use("Agg")
     fig = figure(result)

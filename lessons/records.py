@@ -6,6 +6,7 @@ the one reader of a run's history; every curve, statistic and figure reads a run
 import json
 import math
 import os
+import subprocess
 
 import numpy as np
 
@@ -44,10 +45,23 @@ def _read_json(path):
 
 
 def write_atomic(path, obj):
-    tmp = path + ".tmp"
+    """Write JSON so that a reader (or an interrupted run) never sees half a file, nor two writers one tmp file."""
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f)
     os.replace(tmp, path)
+
+
+def git_state(cwd=os.path.dirname(HERE)):
+    """Where a record was made: the commit checked out in `cwd` and whether tracked files had uncommitted changes
+    (None, None outside a git checkout). A pre-registration binds only the runs made at the commit that wrote it."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, cwd=cwd).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+    commit = git("rev-parse", "HEAD") or None
+    return dict(git_commit=commit, git_dirty=bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None)
 
 
 # What every reader of a run record relies on, field by field.

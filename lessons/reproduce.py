@@ -29,7 +29,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from statistics import median
@@ -45,7 +44,7 @@ import torch  # noqa: E402
 from data.prepare import load_data  # noqa: E402
 from plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
-from records import committed_path, file_name, last_logged, load_runs, run_id, write_atomic  # noqa: E402
+from records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
 from train import Diverged, TrainingError, evaluations_at, train  # noqa: E402
 
@@ -98,14 +97,6 @@ def plan_names(scale, runs=()):
             if v not in out[key]:
                 out[key].append(v)
     return out
-
-
-def _git_commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=ROOT).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def _ckpt_folder(ckpt_dir, rid):
@@ -193,7 +184,7 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
         extra["val_windows_last"] = [round(float(x), 6) for x in final_window_losses(folder, model_config, val_data, lut)]
     return dict(id=rid, group=group, arm=arm, head=config.head, seed=config.seed, resumed_from_step=start,
             wall_s=wall, threads=torch.get_num_threads(), finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-            git_commit=_git_commit(), torch=torch.__version__, python=platform.python_version(),
+            git_commit=git_state(ROOT)["git_commit"], torch=torch.__version__, python=platform.python_version(),
             config=dataclasses.asdict(model_config), corpus=corpus_identity(meta, model_config.vocab_size),
             n=model_config.vocab_size, d=config.n_embd,
             sigma=model_config.sigma, best_val=min(vals) if diverged is None else math.nan, last_val=vals[-1],

@@ -1,5 +1,6 @@
 """lessons/demo.py, the finding live: it runs end to end (tiny), keeps finished runs through Ctrl-C, refuses bad flags
 in one line, words its verdict as the numbers say, and its committed result is what its defaults make."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -42,7 +43,7 @@ def test_the_progress_bar_follows_every_evaluated_step_of_a_run(tiny_data):
         D.run_one(D.run_config(s, "tiger", "logn", 1, "pydoc_topics", "cpu"), on_step=seen.append)
     finally:
         torch.set_num_threads(threads)
-    assert seen == list(range(0, s["steps"] + 1, s["eval_every"]))
+    assert seen == list(range(0, s.steps + 1, s.eval_every))
 
 
 def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_data, tmp_path, monkeypatch, capsys):
@@ -118,12 +119,12 @@ def test_one_seed_can_never_say_yes_however_large_its_gap():
 
 
 def test_the_campaign_number_is_printed_beside_the_demo_only_for_the_campaigns_own_setting():
-    s = dict(D.DEFAULTS, **D.CAMPAIGN_SETTING, steps=100)
+    s = dataclasses.replace(D.Demo(), **D.CAMPAIGN_SETTING, steps=100)
     same = D.campaign_comparison(s, dict(dataset="shakespeare"))
     assert same["same_setting"] and same["differs"] == []
     assert same["gaps"]["tiger"]["subset"] == pytest.approx(0.770, abs=0.001)  # appendix B, seeds 1-3, step 100
     assert same["gaps"]["adamw"]["whole"] == pytest.approx(-0.135, abs=0.001)
-    other = D.campaign_comparison(dict(s, n_embd=128, n_head=2), dict(dataset="shakespeare"))
+    other = D.campaign_comparison(dataclasses.replace(s, n_embd=128, n_head=2), dict(dataset="shakespeare"))
     assert not other["same_setting"] and other["differs"] == ["n_embd=128", "n_head=2"]
     assert not D.campaign_comparison(s, dict(dataset="pydoc_topics"))["same_setting"]
     result = planted(dict(tiger=[0.5, 0.6], adamw=[-0.2, -0.3]))
