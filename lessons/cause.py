@@ -211,6 +211,30 @@ def side_by_side(new_runs, committed_runs, stat=PRIMARY):
             for part, p in PREDICTIONS.items()]
 
 
+def gap_panels(new_runs, committed_runs):
+    """What the cause figure draws, part by part: {panel title: [(label, A's runs, B's runs)]}, each a paired gap A - B
+    ({seed: run} each). (a) the self-logit's and the small sigma's costs with nothing learned in the head; (b) logn -
+    ortho under each optimizer and its absolute twin (each lr the twin ran at); (c) logn - ortho in the 2 x 2 under
+    Tiger's rule. A pair with no runs yet is left out."""
+    cs = cells(new_runs, committed_runs)
+    a = []
+    for opt in ("tiger", "lamb"):
+        orig, new = cs.get(opt, {}), cs.get(f"a {opt}", {})
+        a += [(f"{opt}: logn - shuffle_logn (self-logit)", orig.get("logn"), new.get("shuffle_logn")),
+              (f"{opt}: shuffle_logn - shuffle (small sigma)", new.get("shuffle_logn"), orig.get("shuffle"))]
+    b = []
+    for opt in ("tiger", "lamb"):
+        b.append((f"{opt}", cs.get(opt, {}).get("logn"), cs.get(opt, {}).get("ortho")))
+        for name in sorted(k for k in cs if k.startswith(f"twin {opt} ")):
+            b.append((f"{opt}'s twin, {name.split()[-1]}", cs[name].get("logn"), cs[name].get("ortho")))
+    c = [(f"{cell} relative", cs.get(key, {}).get("logn"), cs.get(key, {}).get("ortho"))
+         for cell, key in (("all", "tiger"), ("embedding", "c embedding"), ("body", "c body"),
+                           ("none", f"twin tiger lr={MATCHED_LR:g}"))]
+    panels = {"(a) no learned matrix in the head": a, "(b) each optimizer against its absolute twin: logn - ortho": b,
+              "(c) Tiger's rule, relative on: logn - ortho": c}
+    return {t: [(label, x, y) for label, x, y in rows if x and y] for t, rows in panels.items()}
+
+
 def opnorm_curves(new_runs):
     """{run id: (steps, head_opnorm)} of every new run that logged P's operator norm (ortho arms)."""
     out = {}

@@ -22,7 +22,7 @@ def fake_run(group, arm, seed, level):
                 best_val=level)
 
 
-def world(gaps, noise=0.0, rng=None, seeds=(1, 2, 3)):
+def world(gaps, noise=0.0, rng=None, seeds=(1, 2, 3), raw=False):
     """Committed-style and new runs where logn - ortho (and logn - shuffle) is gaps[cell] in each cell; ortho's level
     differs by seed (shared within a seed, as pairing removes it), and `noise` is added per run."""
     rng = rng or np.random.default_rng(0)
@@ -38,7 +38,7 @@ def world(gaps, noise=0.0, rng=None, seeds=(1, 2, 3)):
             for arm, level in (("ortho", base), ("shuffle", base), ("logn", base + gap),
                                ("shuffle_logn", base + gap / 2)):
                 into.append(fake_run(group, arm, s, level + noise * rng.standard_normal()))
-    return cause.cells(new, committed)
+    return (new, committed) if raw else cause.cells(new, committed)
 
 
 def test_twin_verdict_says_relativity_decides_only_when_logn_stops_lagging_under_the_twin():
@@ -115,3 +115,24 @@ def test_the_report_says_pending_for_every_verdict_until_its_runs_are_in():
     lines = cause.report_lines([], committed)
     assert len(lines) == 7 and all("PENDING" in l for l in lines if not l.startswith("    "))
     assert "0 of" in cause.progress_lines([])[0]
+
+
+def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_out_what_has_no_runs():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import figures
+    new, committed = world({"tiger": 0.3, "twin tiger": 0.1, "c body": 0.2, "a tiger": 0.0}, raw=True)
+    panels = cause.gap_panels(new, committed)
+    a, b, c = panels.values()
+    assert [label for label, *_ in a] == ["tiger: logn - shuffle_logn (self-logit)",
+                                          "tiger: shuffle_logn - shuffle (small sigma)"]  # lamb has no runs: left out
+    assert [label for label, *_ in b] == ["tiger", "tiger's twin, lr=0.003"]
+    assert [label for label, *_ in c] == ["all relative", "body relative", "none relative"]
+    fig, ax = plt.subplots()
+    label, x, y = b[1]
+    assert figures.gap_over_time(ax, x, y, label, "tab:blue", until=cause.STEPS) == 3
+    drawn = ax.lines[0].get_ydata()
+    assert np.allclose(drawn, 0.1)  # the planted twin gap, at every dense step
+    assert figures.gap_over_time(ax, x, {}, "nothing", "tab:red") == 0
+    plt.close(fig)
