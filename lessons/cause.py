@@ -235,6 +235,60 @@ def gap_panels(new_runs, committed_runs):
     return {t: [(label, x, y) for label, x, y in rows if x and y] for t, rows in panels.items()}
 
 
+# The pre-registration's "What each outcome means" (preregistrations/cause.md), as words: what each twin's verdict says
+# of the cause. "depends on the lr" means H_S only with a lag at the matched lr and none at the twin's own (the plan
+# gives the reverse no reading). Written 2026-11-26, after (a)'s runs and before any verdict of (b) or (c) existed.
+MEANING = {"relativity decides": "the step's relativity (H_R)",
+           "relativity is not needed": "not the step's relativity (H_S or H_C)",
+           "depends on the lr": "the step's size, not its relativity (H_S)",
+           "undecided": "no cause (undecided)"}
+
+
+def _reading(v):
+    """What one twin's verdict says of the cause (MEANING), with the reverse 'depends on the lr' left unread."""
+    if v["verdict"] == "depends on the lr" and v["rows"]["M"]["word"] != "A higher":
+        return "no reading the plan gave (no lag at the matched lr, a lag at the twin's own)"
+    return MEANING[v["verdict"]]
+
+
+NAMES = dict(tiger="Tiger", lamb="LAMB")
+
+
+def _num(r):
+    return f"{r['mean']:+.2f} nats [{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}]"
+
+
+def answer(new_runs, committed_runs, stat=PRIMARY):
+    """The campaign's answer in one sentence a student can read: which cause the twins' verdicts support (MEANING, and
+    H_R only if (c) also finds the embedding's relativity carrying the lag, as the lesson tells it), and how strongly:
+    logn - ortho under each optimizer and under its twin, and the 2 x 2's effects, with 95% intervals over the seeds.
+    'Not answered yet' while any verdict of (b) or (c) is PENDING."""
+    cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
+    b = {opt: verdict_b(cs, opt, picks[opt]["lr"], stat) for opt in ("tiger", "lamb")}
+    c = verdict_c(cs, stat)
+    waiting = [f"{o}'s twin" for o, v in b.items() if v["verdict"] == "PENDING"] + ["the 2 x 2"] * (c["verdict"] == "PENDING")
+    if waiting:
+        return f"Not answered yet: {', '.join(waiting)} pending ({progress_lines(new_runs)[0].split(' (')[0]})."
+    readings = {o: _reading(v) for o, v in b.items()}
+    if len(set(readings.values())) > 1:
+        cause_ = "no one cause: " + "; ".join(f"{NAMES[o]}'s twin says {r}" for o, r in readings.items())
+    elif b["tiger"]["verdict"] == "relativity decides":
+        cause_ = ("the step's relativity, through the embedding (H_R, as the lesson tells it)"
+                  if c["verdict"] == "the embedding's relativity carries the lag" else
+                  f"the step's relativity (H_R), but not through the embedding alone: the 2 x 2 finds {c['verdict']}")
+    else:
+        cause_ = readings["tiger"]
+    how = []
+    for o, v in b.items():
+        orig = _row(cs[o].get("logn", {}), cs[o].get("ortho", {}), stat, "logn", "ortho")
+        how.append(f"logn - ortho {_num(orig)} under {NAMES[o]}, {_num(v['rows']['M'])} under its twin at the same lr"
+                   + (f" and {_num(v['rows']['O'])} at the twin's own lr {v['picked_lr']:g}" if v["picked_lr"] != MATCHED_LR
+                      else ""))
+    how.append(f"under Tiger's rule the embedding's relativity adds {_num(c['E'])} and the body's {_num(c['B'])}")
+    return (f"The data support {cause_}: " + "; ".join(how) + f" ({STATS[stat].__name__}, paired over "
+            f"{min(len(c['seeds']), *(v['rows']['M']['n'] for v in b.values()))} seeds, 95% intervals).")
+
+
 def opnorm_curves(new_runs):
     """{run id: (steps, head_opnorm)} of every new run that logged P's operator norm (ortho arms)."""
     out = {}

@@ -29,7 +29,7 @@ def world(gaps, noise=0.0, rng=None, seeds=(1, 2, 3), raw=False):
     committed, new = [], []
     groups = {"tiger": "tiger", "lamb": "lamb", "twin tiger": "b tiger-twin lr=0.003",
               "twin lamb": "b lamb-twin lr=0.003", "c embedding": "c tiger embedding-only lr=0.003",
-              "c body": "c tiger body-only lr=0.003", "twin tiger O": "b tiger-twin lr=0.01", "a tiger": "a tiger"}
+              "c body": "c tiger body-only lr=0.003", "twin tiger O": "b tiger-twin lr=0.01", "twin lamb O": "b lamb-twin lr=0.01", "a tiger": "a tiger"}
     for cell, gap in gaps.items():
         group = groups[cell]
         into = committed if cell in ("tiger", "lamb") else new
@@ -136,3 +136,41 @@ def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_o
     assert np.allclose(drawn, 0.1)  # the planted twin gap, at every dense step
     assert figures.gap_over_time(ax, x, {}, "nothing", "tab:red") == 0
     plt.close(fig)
+
+
+def sweeps(best_by_lr):
+    """The twins' sweep runs, each twin's tied run per lr with the best val loss planted (sweep S's rule picks the lr)."""
+    return [dict(id=f"sweep {o}-twin lr={lr:g}|tied|seed=100", group=f"sweep {o}-twin lr={lr:g}", arm="tied",
+                 head="tied", seed=100, history=[dict(step=0, val_loss=v)], config=dict(lr=lr), best_val=v)
+            for o in ("tiger", "lamb") for lr, v in best_by_lr.items()]
+
+
+PICK_3E3 = {1e-3: 5.5, 3e-3: 5.0, 1e-2: 5.1, 3e-2: 5.3}  # sweep S's rule picks 3e-3
+PICK_1E2 = {1e-3: 5.5, 3e-3: 5.2, 1e-2: 5.0, 3e-2: 5.3}  # ... and here 1e-2
+
+
+def test_the_answer_waits_until_every_verdict_of_the_twins_and_the_two_by_two_is_in():
+    new, committed = world({"tiger": 0.3, "twin tiger": -0.1}, noise=0.01, raw=True)
+    assert cause.answer(new + sweeps(PICK_3E3), committed).startswith("Not answered yet: lamb's twin, the 2 x 2 pending")
+
+
+@pytest.mark.parametrize("gaps,picks,says", [
+    # logn stops lagging under both twins, and only the embedding's relativity carries the lag: H_R as taught
+    (dict(tiger=0.3, lamb=0.3, **{"twin tiger": -0.1, "twin lamb": -0.1, "c embedding": 0.3, "c body": -0.1}),
+     PICK_3E3, "The data support the step's relativity, through the embedding (H_R, as the lesson tells it)"),
+    # a lag at the matched lr, none at the twins' own larger lr: the step's size
+    (dict(tiger=0.3, lamb=0.3, **{"twin tiger": 0.3, "twin lamb": 0.3, "twin tiger O": -0.1, "twin lamb O": -0.1,
+                                  "c embedding": 0.3, "c body": 0.3}),
+     PICK_1E2, "The data support the step's size, not its relativity (H_S)"),
+    # logn lags under both twins at the lr both sweeps pick: not the relativity
+    (dict(tiger=0.3, lamb=0.3, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.3, "c body": 0.3}),
+     PICK_3E3, "The data support not the step's relativity (H_S or H_C)"),
+    # the twins disagree: no one cause is named
+    (dict(tiger=0.3, lamb=0.3, **{"twin tiger": -0.1, "twin lamb": 0.3, "c embedding": 0.3, "c body": -0.1}),
+     PICK_3E3, "no one cause: Tiger's twin says the step's relativity (H_R); LAMB's twin says not"),
+])
+def test_the_answer_names_the_cause_the_pre_registration_gives_each_outcome_with_its_numbers(gaps, picks, says):
+    new, committed = world(gaps, noise=0.002, raw=True)
+    text = cause.answer(new + sweeps(picks), committed)
+    assert says in text, text
+    assert "logn - ortho +0.30 nats" in text and "under its twin at the same lr" in text and "(start, paired over 3 seeds" in text
