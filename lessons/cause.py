@@ -175,7 +175,8 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
     cs = cells(new_runs, committed_runs)
     for opt in ("tiger", "lamb"):
         v = verdict_a(cs, opt, stat)
-        out.append(f"(a) {opt}: {v['verdict']}" + "".join(f"; {_fmt(r)}" for r in v["rows"]))
+        out.append(f"(a) {opt}: {v['verdict']}" + "".join(f"; {_fmt(r)}" for r in v["rows"])
+                   + (f"; the rule's gate {_fmt(v['slow'])}" if v.get("slow") else ""))
     picks = twin_lrs(new_runs)
     for opt in ("tiger", "lamb"):
         v = verdict_b(cs, opt, picks[opt]["lr"], stat)
@@ -187,7 +188,7 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
     v = verdict_c(cs, stat)
     out.append(f"(c) tiger 2 x 2: {v['verdict']}; embedding effect {_fmt(dict(v['E'], a='E', b='0'))}; "
                f"body effect {_fmt(dict(v['B'], a='B', b='0'))}")
-    return out
+    return out + (differs(new_runs, committed_runs) if stat == PRIMARY else [])
 
 
 PREDICTIONS = {  # the docstring's, one line per part: what each hypothesis expects (written before the data)
@@ -235,58 +236,82 @@ def gap_panels(new_runs, committed_runs):
     return {t: [(label, x, y) for label, x, y in rows if x and y] for t, rows in panels.items()}
 
 
-# The pre-registration's "What each outcome means" (preregistrations/cause.md), as words: what each twin's verdict says
-# of the cause. "depends on the lr" means H_S only with a lag at the matched lr and none at the twin's own (the plan
-# gives the reverse no reading). Written 2026-11-26, after (a)'s runs and before any verdict of (b) or (c) existed.
-MEANING = {"relativity decides": "the step's relativity (H_R)",
+# The pre-registration's "What each outcome means" (preregistrations/cause.md), as words: what one twin's verdict says
+# of the cause. H_R is named only with (c) (answer). "depends on the lr" means H_S only with a lag at the matched lr and
+# none at the twin's own (the plan gives the reverse no reading). Written 2026-11-26 (see cause.md's dated addition).
+MEANING = {"relativity decides": "the step's relativity",
            "relativity is not needed": "not the step's relativity (H_S or H_C)",
-           "depends on the lr": "the step's size, not its relativity (H_S)",
-           "undecided": "no cause (undecided)"}
-
-
-def _reading(v):
-    """What one twin's verdict says of the cause (MEANING), with the reverse 'depends on the lr' left unread."""
-    if v["verdict"] == "depends on the lr" and v["rows"]["M"]["word"] != "A higher":
-        return "no reading the plan gave (no lag at the matched lr, a lag at the twin's own)"
-    return MEANING[v["verdict"]]
-
-
+           "depends on the lr": "the step's size, not its relativity (H_S)"}
 NAMES = dict(tiger="Tiger", lamb="LAMB")
 
 
+def _reading(v):
+    """What one twin's verdict says of the cause (MEANING), or None where it says nothing (undecided, or the reverse
+    'depends on the lr')."""
+    if v["verdict"] == "depends on the lr" and v["rows"]["M"]["word"] != "A higher":
+        return None
+    return MEANING.get(v["verdict"])
+
+
 def _num(r):
-    return f"{r['mean']:+.2f} nats [{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}]"
+    ci = r.get("ci95")
+    return f"{r['mean']:+.2f} nats" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else " (no interval)")
+
+
+def part_verdicts(new_runs, committed_runs, stat=PRIMARY):
+    """{part: verdict} of (a) and (b) per optimizer and of (c), on `stat`."""
+    cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
+    return {**{f"(a) {o}": verdict_a(cs, o, stat)["verdict"] for o in NAMES},
+            **{f"(b) {o}'s twin": verdict_b(cs, o, picks[o]["lr"], stat)["verdict"] for o in NAMES},
+            "(c) the 2 x 2": verdict_c(cs, stat)["verdict"]}
+
+
+def differs(new_runs, committed_runs):
+    """The pre-registered flag: the parts whose primary (start) and secondary (early400) verdicts differ, neither
+    PENDING, as lines to print."""
+    p, q = (part_verdicts(new_runs, committed_runs, st) for st in (PRIMARY, SECONDARY))
+    return [f"FLAGGED differs: {k}: {p[k]} on {PRIMARY} (primary, the answer) but {q[k]} on {SECONDARY}"
+            for k in p if p[k] != q[k] and "PENDING" not in (p[k], q[k])]
 
 
 def answer(new_runs, committed_runs, stat=PRIMARY):
-    """The campaign's answer in one sentence a student can read: which cause the twins' verdicts support (MEANING, and
-    H_R only if (c) also finds the embedding's relativity carrying the lag, as the lesson tells it), and how strongly:
-    logn - ortho under each optimizer and under its twin, and the 2 x 2's effects, with 95% intervals over the seeds.
-    'Not answered yet' while any verdict of (b) or (c) is PENDING."""
+    """The campaign's answer in one sentence a student can read: which cause the twins' verdicts support (MEANING; H_R
+    "as the lesson tells it" only when (c) also finds the embedding's relativity carrying the lag), and how strongly:
+    logn - ortho under each optimizer and under its twin (and at the twin's own lr), and the 2 x 2's effects, with 95%
+    intervals over the seeds. 'Not answered yet' while any verdict of (b) or (c) is PENDING."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
-    b = {opt: verdict_b(cs, opt, picks[opt]["lr"], stat) for opt in ("tiger", "lamb")}
+    b = {o: verdict_b(cs, o, picks[o]["lr"], stat) for o in NAMES}
     c = verdict_c(cs, stat)
     waiting = [f"{o}'s twin" for o, v in b.items() if v["verdict"] == "PENDING"] + ["the 2 x 2"] * (c["verdict"] == "PENDING")
     if waiting:
         return f"Not answered yet: {', '.join(waiting)} pending ({progress_lines(new_runs)[0].split(' (')[0]})."
     readings = {o: _reading(v) for o, v in b.items()}
-    if len(set(readings.values())) > 1:
-        cause_ = "no one cause: " + "; ".join(f"{NAMES[o]}'s twin says {r}" for o, r in readings.items())
-    elif b["tiger"]["verdict"] == "relativity decides":
-        cause_ = ("the step's relativity, through the embedding (H_R, as the lesson tells it)"
-                  if c["verdict"] == "the embedding's relativity carries the lag" else
-                  f"the step's relativity (H_R), but not through the embedding alone: the 2 x 2 finds {c['verdict']}")
+    if None in readings.values() or len(set(readings.values())) > 1:
+        head = "The data do not decide the cause: " + "; ".join(
+            f"{NAMES[o]}'s twin {'says ' + r if r else 'gives no reading (' + b[o]['verdict'] + ')'}"
+            for o, r in readings.items())
+    elif b["tiger"]["verdict"] != "relativity decides":
+        head = f"The data support {readings['tiger']}"
+    elif c["verdict"] == "the embedding's relativity carries the lag":
+        head = "The data support the step's relativity, through the embedding (H_R, as the lesson tells it)"
+    elif c["verdict"] == "undecided":
+        head = ("The data support the step's relativity; the 2 x 2 does not decide through which weights, so H_R as "
+                "the lesson tells it (through the embedding) is not shown")
     else:
-        cause_ = readings["tiger"]
-    how = []
+        head = (f"The data support the step's relativity, but the 2 x 2 finds {c['verdict']} rather than the "
+                f"embedding alone: H_R as the lesson tells it is not supported")
+    how, rows = [], [c["E"], c["B"]]
     for o, v in b.items():
-        orig = _row(cs[o].get("logn", {}), cs[o].get("ortho", {}), stat, "logn", "ortho")
+        orig = _row({s: r for s, r in cs[o].get("logn", {}).items() if s in SEEDS},
+                    {s: r for s, r in cs[o].get("ortho", {}).items() if s in SEEDS}, stat, "logn", "ortho")
+        own = v["picked_lr"] != MATCHED_LR
+        rows += [orig, v["rows"]["M"]] + ([v["rows"]["O"]] if own else [])
         how.append(f"logn - ortho {_num(orig)} under {NAMES[o]}, {_num(v['rows']['M'])} under its twin at the same lr"
-                   + (f" and {_num(v['rows']['O'])} at the twin's own lr {v['picked_lr']:g}" if v["picked_lr"] != MATCHED_LR
-                      else ""))
+                   + (f" and {_num(v['rows']['O'])} at the twin's own lr {v['picked_lr']:g}" if own else ""))
     how.append(f"under Tiger's rule the embedding's relativity adds {_num(c['E'])} and the body's {_num(c['B'])}")
-    return (f"The data support {cause_}: " + "; ".join(how) + f" ({STATS[stat].__name__}, paired over "
-            f"{min(len(c['seeds']), *(v['rows']['M']['n'] for v in b.values()))} seeds, 95% intervals).")
+    flag = differs(new_runs, committed_runs) if stat == PRIMARY else []
+    return (head + ": " + "; ".join(how) + f" ({STATS[stat].__name__}, paired over {min(r['n'] for r in rows)} seeds, "
+            f"95% intervals" + ("; the secondary statistic differs, see the flags" if flag else "") + ").")
 
 
 def opnorm_curves(new_runs):

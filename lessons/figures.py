@@ -115,14 +115,17 @@ def branches(ax, by_opt):
     ax.legend(fontsize=8)
 
 
+DENSE_UNTIL = 200  # the campaigns' dense val-subset evaluations end here (later subset points are sparse)
+
+
 def gap_over_time(ax, a_runs, b_runs, label, color, ls="-", until=None):
     """One paired gap A - B over time, as the cause plan shows every verdict: dense on the val subset (a line, steps
-    10-200, with its pointwise 95% band), then on the whole val split (markers with 95% bars, every 100 steps, up to
-    step `until`). Returns the number of seeds paired (0: nothing drawn)."""
+    10-DENSE_UNTIL, with its pointwise 95% band), then on the whole val split (markers with 95% bars, every 100 steps
+    from step 100 to `until`). Returns the number of seeds paired (0: nothing drawn)."""
     s, m, lo, hi, n = gap_curve(a_runs, b_runs, "val_subset_loss")
     if not n:
         return 0
-    keep = s > 0
+    keep = (s > 0) & (s <= min(DENSE_UNTIL, until or DENSE_UNTIL))
     ax.plot(s[keep], m[keep], color=color, ls=ls, lw=1.6, label=f"{label} ({n} seeds)")
     ax.fill_between(s[keep], lo[keep], hi[keep], color=color, alpha=0.12, lw=0)
     s, m, lo, hi, _ = gap_curve(a_runs, b_runs, "val_loss")
