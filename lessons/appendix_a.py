@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from claims import CORE_FIXES, EXTRA_FIXES, FRAGILE_EDGE, alike_verdict, claim
+from claims import CORE_FIXES, EXTRA_FIXES, alike_verdict, claim
 from records import STATS, best, last_logged, measurement_noise, paired, stack, steps_to_target, val_curve
 from stats import ALPHA, MARGIN, MIN_SEEDS, compare, interval, pooled_sd, t_quantile
 
@@ -102,41 +102,6 @@ def shared_error_line(setting, claim4, meas):
             f"nats (twice the largest measured: {where}), " + (
                 f"{', '.join(fails)} would no longer be shown within the margin: 'no gain' holds for the measured val "
                 "split, not beyond its own error" if fails else "every fix still stays within the margin") + ".")
-
-
-def fragility(name, claims, edge=FRAGILE_EDGE):
-    """Why a decided verdict of claim `name` (a key of all_claims) could flip with a little more data: its verdicts on
-    best and last differ; a comparison it rests on has the interval end that decided it within `edge` nats of its
-    threshold (a Bonferroni end near 0 for a difference, a 90% end near +-MARGIN for "alike" or "no gain", a 95% end
-    near 0 for claim 1's "A higher"); the same claim counting bert and channel has another verdict. Returns the
-    reasons (empty: none found)."""
-    c, out = claims[name], []
-    if c["verdict"] in ("PENDING", "INCONCLUSIVE"):
-        return out
-    last = claims.get(name + " (last)")
-    if last and last["verdict"] not in ("PENDING", c["verdict"]):
-        out.append(f"{c['verdict']} on {c['stat']} but {last['verdict']} on last")
-    for r in c["rows"]:
-        cib, ci90, ci95 = r.get("ci_bonferroni"), r.get("ci90"), r.get("ci95")
-        pair = f"{r['a']} - {r['b']}"
-        if c["verdict"] == "CONTRADICTED" and r.get("bonferroni") and not r.get("alike") and cib \
-                and min(abs(cib[0]), abs(cib[1])) < edge:
-            out.append(f"it rests on {pair}, whose Bonferroni interval [{cib[0]:+.4f}, {cib[1]:+.4f}] ends within "
-                       f"{edge} nats of 0")
-        alike_decides = (name.startswith(("2", "3")) and c["verdict"] == "SUPPORTED") or \
-            (name.startswith("1") and c["verdict"] == "CONTRADICTED")
-        if ci90 and ((r.get("alike") and alike_decides) or (r.get("no_gain") and c["verdict"] == "SUPPORTED")):
-            near = abs(ci90[0] + MARGIN) < edge if r.get("no_gain") else min(MARGIN - ci90[1], ci90[0] + MARGIN) < edge
-            if near:
-                out.append(f"it rests on {pair}, whose 90% interval [{ci90[0]:+.4f}, {ci90[1]:+.4f}] ends within "
-                           f"{edge} nats of the +-{MARGIN} margin")
-        if name.startswith("1") and c["verdict"] == "SUPPORTED" and ci95 and ci95[0] < edge:
-            out.append(f"it rests on {pair}, whose 95% interval starts {ci95[0]:+.4f}, within {edge} nats of 0")
-    wider = {"1 logn slowest": "1 with bert and channel", "2 other fixes converge alike": "2 with bert and channel"}
-    other = claims.get(wider.get(name, ""))
-    if other and other["verdict"] not in ("PENDING", c["verdict"]):
-        out.append(f"{other['verdict']} when bert and channel are counted")
-    return out
 
 
 def design_lines(config, n, n_train, n_val_pred, runs):

@@ -12,10 +12,10 @@ import numpy as np
 import torch
 
 import optim
-from claims import CORE_FIXES, FRAGILE_EDGE, all_claims, claim_slowest, control_verdict, fragile_lines
-from data.prepare import load_data, subset_windows
+from claims import MEASURED_PAIRS, all_claims, claim_slowest, control_verdict, measurement_error
+from data.prepare import load_data
 from plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
-from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, measurement_noise, paired,
+from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, paired,
                      stack, start, val_curve)
 from stats import MIN_SEEDS, compare, pooled_sd
 from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
@@ -279,29 +279,6 @@ def ranking_lines(name, by_arm, stat, arms=None):
     return out
 
 
-MEASURED_PAIRS = [("logn", f) for f in CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
-
-
-def measurement_error(by_arm, windows, subset, block=8):
-    """One measured paired difference's error, as precision_lines prints it: for claim 1's and the control's pairs and
-    every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
-    errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
-    subset, n), or None when no such pair has window losses."""
-    idx = subset_windows(windows, subset)
-
-    def se(ra, rb, keep=None):
-        return max(measurement_noise(ra, rb, k, keep) for k in (1, block))
-
-    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
-            for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
-            for s in sorted(set(by_arm[a]) & set(by_arm[b]))
-            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
-    if not rows:
-        return None
-    whole, sub = (float(np.median(col)) for col in zip(*rows))
-    return dict(whole=whole, subset=sub, n=len(rows))
-
-
 def precision_lines(name, by_arm, windows, subset, block=8):
     """How much of a paired difference is measurement and how much is seed (the project's standard: measurement noise
     small next to seed noise), for claim 1's pairs and the control's. Measurement: for each such pair and seed whose
@@ -334,35 +311,6 @@ def precision_lines(name, by_arm, windows, subset, block=8):
         out.append(f"  {stat:5}: the seeds scatter those differences by sd {sd:.4f} (pooled, {df} degrees of freedom): "
                    f"error / sd = {err / sd:.2f}, {'small' if err <= sd / 2 else 'not small'} next to the seed noise "
                    f"(small: at most half){note}")
-    return out
-
-
-# ----------------------------------------------------------------------------------------------------
-# Fragility per setting: claims.fragile_lines with delta = twice the measured error of one paired difference
-
-def fragile_delta(by_arm, windows, subset):
-    """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
-    the whole split's for early, best and last, the dense subset's for start), never below FRAGILE_EDGE; where
-    nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
-    err = measurement_error(by_arm, windows, subset)
-    edge = FRAGILE_EDGE
-    if err is None:
-        return {st: edge for st in ("early", "best", "last", "start")}, \
-            f"no measured error: FRAGILE_EDGE {edge}"
-    delta = {st: max(edge, 2 * err["whole"]) for st in ("early", "best", "last")}
-    delta["start"] = max(edge, 2 * err["subset"])
-    return delta, f"twice one measurement's error: {delta['early']:.4f} (whole split), {delta['start']:.4f} (subset)"
-
-
-def fragility_lines(name, verdicts, delta, names):
-    """Every verdict of `names` in one setting under the one fragility rule: FRAGILE or robust, with the smallest shift
-    of its comparisons that changes it (fragile_lines) against the statistic's delta."""
-    out = []
-    for claim in names:
-        c = verdicts.get(claim)
-        line = c and fragile_lines(claim, c, delta[c["stat"]])
-        if line:
-            out.append(f"  {claim:34} {line}")
     return out
 
 

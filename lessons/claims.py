@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from records import STAT_WORDS, by_arm, paired
+from data.prepare import subset_windows
+from records import STAT_WORDS, by_arm, measurement_noise, paired
 from stats import MARGIN, MIN_SEEDS, compare
 
 CORE_FIXES = ["untied", "ortho", "shuffle"]  # the post's fixes besides logn
@@ -400,15 +401,20 @@ def verdict_flip(name, claim, radius=None):
             moved = _shift(kind, r, s)
             best.setdefault(_state(moved), (s, moved))
         options.append(sorted(best.values(), key=lambda x: abs(x[0])))
-    found = None
-    for combo in itertools.product(*options):
-        dist = max(abs(s) for s, _ in combo)
-        if found and (dist, sum(s != 0 for s, _ in combo)) >= (found["distance"], len(found["moves"])):
-            continue
-        to = _verdict_of(kind, [m for _, m in combo])
-        if to != claim["verdict"]:
-            found = dict(distance=dist, to=to, moves=[(r, s, _crossings(r, s)) for r, (s, _) in zip(rows, combo) if s])
-    return found
+    # Search by distance, smallest first: at level D every comparison may take the states it reaches within D, and a
+    # combination is new at D if one of them moves by exactly D (the smaller ones were searched at a lower level). The
+    # first level with a change is the smallest distance; within it the fewest comparisons moved, the first found.
+    for level in sorted({abs(s) for opts in options for s, _ in opts}):
+        found = None
+        for combo in itertools.product(*([o for o in opts if abs(o[0]) <= level] for opts in options)):
+            if max(abs(s) for s, _ in combo) < level or (found and sum(s != 0 for s, _ in combo) >= len(found["moves"])):
+                continue
+            to = _verdict_of(kind, [m for _, m in combo])
+            if to != claim["verdict"]:
+                found = dict(distance=level, to=to, moves=[(r, s, _crossings(r, s)) for r, (s, _) in zip(rows, combo) if s])
+        if found:
+            return found
+    return None
 
 
 def fragile_lines(name, claim, delta):
@@ -429,3 +435,54 @@ def fragile_lines(name, claim, delta):
     return (f"{word}: {claim['verdict']} -> {f['to']} with a shift of {f['distance']:.4f} "
             f"{'<=' if word == 'FRAGILE' else '>'} {delta:.4f}: {how}")
 
+
+# ----------------------------------------------------------------------------------------------------
+# Fragility per setting: fragile_lines with delta = twice the measured error of one paired difference
+
+def fragile_delta(by_arm, windows, subset):
+    """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
+    the whole split's for early, best and last, the dense subset's for start), never below FRAGILE_EDGE; where
+    nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
+    err = measurement_error(by_arm, windows, subset)
+    edge = FRAGILE_EDGE
+    if err is None:
+        return {st: edge for st in ("early", "best", "last", "start")}, \
+            f"no measured error: FRAGILE_EDGE {edge}"
+    delta = {st: max(edge, 2 * err["whole"]) for st in ("early", "best", "last")}
+    delta["start"] = max(edge, 2 * err["subset"])
+    return delta, f"twice one measurement's error: {delta['early']:.4f} (whole split), {delta['start']:.4f} (subset)"
+
+
+def fragility_lines(name, verdicts, delta, names):
+    """Every verdict of `names` in one setting under the one fragility rule: FRAGILE or robust, with the smallest shift
+    of its comparisons that changes it (fragile_lines) against the statistic's delta."""
+    out = []
+    for claim in names:
+        c = verdicts.get(claim)
+        line = c and fragile_lines(claim, c, delta[c["stat"]])
+        if line:
+            out.append(f"  {claim:34} {line}")
+    return out
+
+
+MEASURED_PAIRS = [("logn", f) for f in CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
+
+
+def measurement_error(by_arm, windows, subset, block=8):
+    """One measured paired difference's error, as precision_lines prints it: for claim 1's and the control's pairs and
+    every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
+    errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
+    subset, n), or None when no such pair has window losses."""
+    idx = subset_windows(windows, subset)
+
+    def se(ra, rb, keep=None):
+        return max(measurement_noise(ra, rb, k, keep) for k in (1, block))
+
+    rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
+            for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
+            for s in sorted(set(by_arm[a]) & set(by_arm[b]))
+            if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
+    if not rows:
+        return None
+    whole, sub = (float(np.median(col)) for col in zip(*rows))
+    return dict(whole=whole, subset=sub, n=len(rows))

@@ -334,17 +334,6 @@ def test_the_original_two_sided_claim_4_needs_every_fix_alike_tied():
     assert A.claim_no_gain_two_sided(by)["verdict"] == "CONTRADICTED"
 
 
-def test_a_verdict_decided_by_a_hair_is_flagged_fragile():
-    claims = {"2 other fixes converge alike": dict(verdict="CONTRADICTED", stat="early", rows=[
-                  dict(a="untied", b="ortho", alike=False, bonferroni="lower", ci_bonferroni=(-0.088, -0.0014))]),
-              "2 with bert and channel": dict(verdict="INCONCLUSIVE", stat="early", rows=[])}
-    why = A.fragility("2 other fixes converge alike", claims)
-    assert len(why) == 2 and "-0.0014" in why[0] and "bert and channel" in why[1]
-    claims["2 other fixes converge alike"]["rows"][0]["ci_bonferroni"] = (-0.088, -0.03)
-    claims["2 with bert and channel"]["verdict"] = "CONTRADICTED"
-    assert A.fragility("2 other fixes converge alike", claims) == []
-
-
 def test_alike_needs_seeds_and_a_seed_spread_well_below_the_margin():
     """Two truly equal arms are called alike only when the 90% interval fits inside +-0.02: rarely with 3 seeds at the
     spread lesson 04 measured on early (0.021), reliably only with many more; at a tiny spread 3 seeds do."""
@@ -352,14 +341,6 @@ def test_alike_needs_seeds_and_a_seed_spread_well_below_the_margin():
     assert S.seeds_for_alike(0.021) > 8 and S.seeds_for_alike(0.003) == 3
     assert S.seeds_for_alike(0.03) > S.seeds_for_alike(0.021) and S.seeds_for_alike(1.0, most=10) is None
     assert S.alike_power(0.021, 10) > S.alike_power(0.021, 5)  # more seeds, more power
-
-
-def test_a_supported_claim_resting_on_the_margins_edge_is_flagged_fragile():
-    claims = {"4 no final gain over tied": dict(verdict="SUPPORTED", stat="last", rows=[
-        dict(a="shuffle", b="tied", alike=False, no_gain=True, bonferroni=None, ci90=(-0.0194, 0.023), ci95=(-0.03, 0.03))])}
-    assert "ends within 0.005 nats of the +-0.02 margin" in A.fragility("4 no final gain over tied", claims)[0]
-    claims["4 no final gain over tied"]["rows"][0]["ci90"] = (-0.01, 0.023)
-    assert A.fragility("4 no final gain over tied", claims) == []
 
 
 def test_a_small_seed_spread_from_two_degrees_of_freedom_is_no_evidence_of_a_shared_error():
@@ -467,7 +448,6 @@ def test_a_verdict_that_any_one_comparison_decides_is_fragile_only_when_every_de
     flip = C.verdict_flip("2 other fixes converge alike", one_near)
     assert flip["distance"] == pytest.approx(0.031, abs=1e-6)
     assert C.fragile_lines("2 other fixes converge alike", one_near, 0.0232).startswith("robust")
-    assert A.fragility("2 other fixes converge alike", {"2 other fixes converge alike": one_near})  # the old check did
     both_near = claim2_with(-0.004, -0.002)
     assert C.fragile_lines("2 other fixes converge alike", both_near, 0.005).startswith("FRAGILE: CONTRADICTED")
 

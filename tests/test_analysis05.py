@@ -599,7 +599,7 @@ def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
     }
     for name, expected in said.items():
         v = B.claims(by[name])
-        delta, _ = B.fragile_delta(by[name], windows, subset)
+        delta, _ = C.fragile_delta(by[name], windows, subset)
         for claim, (fragile, shift) in expected.items():
             line = C.fragile_lines(claim, v[claim], delta[v[claim]["stat"]])
             assert line.startswith("FRAGILE" if fragile else "robust"), (name, claim, line)
@@ -608,7 +608,7 @@ def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
     assert {(r["a"], r["b"]) for r, _, _ in lamb2["moves"]} >= {("untied", "shuffle")}  # it must move, by 0.0312
     # section 7: AdamW at rule R's init, logn - control 'A lower' by a hair (its 95% interval ends at -0.0021)
     new = by["adamw (residual_std=1e-4)"]
-    delta, _ = B.fragile_delta(new, windows, subset)
+    delta, _ = C.fragile_delta(new, windows, subset)
     for (a, b), fragile in {("logn", "control"): True, ("logn", "ortho"): False, ("control", "ortho"): False}.items():
         r = dict(a=a, b=b, **S.compare(records.paired(new[a], new[b], "early")))
         line = C.fragile_lines(f"{a} - {b}", dict(verdict=r["word"], rows=[r]), delta["early"])
