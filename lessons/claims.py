@@ -441,19 +441,25 @@ def fragile_lines(name, claim, delta):
 
 def fragile_delta(by_arm, windows, subset):
     """The rule's delta per statistic for one setting: twice one measured paired difference's error (measurement_error:
-    the whole split's for early, best and last, the dense subset's for start), never below FRAGILE_EDGE; where
-    nothing was measured, FRAGILE_EDGE. Returns ({stat: delta}, a phrase saying where it came from)."""
-    err = measurement_error(by_arm, windows, subset)
+    the whole split's for early, best and last, the dense subset's for start), never below FRAGILE_EDGE. The error is
+    that of claim 1's and the control's pairs (appendix B's section 2), or, where none of them kept window losses, of
+    every pair that did (appendix A's section 2); FRAGILE_EDGE where nothing was measured. Returns ({stat: delta}, a
+    phrase saying where it came from)."""
+    err, source = measurement_error(by_arm, windows, subset), "claim 1's and the control's pairs"
+    if err is None:
+        every = list(itertools.combinations(sorted(a for a in by_arm if by_arm[a]), 2))
+        err, source = measurement_error(by_arm, windows, subset, pairs=every), "the setting's pairs with window losses"
     edge = FRAGILE_EDGE
     if err is None:
         return {st: edge for st in ("early", "best", "last", "start")}, \
             f"no measured error: FRAGILE_EDGE {edge}"
     delta = {st: max(edge, 2 * err["whole"]) for st in ("early", "best", "last")}
     delta["start"] = max(edge, 2 * err["subset"])
-    return delta, f"twice one measurement's error: {delta['early']:.4f} (whole split), {delta['start']:.4f} (subset)"
+    return delta, (f"twice one measurement's error ({source}, median of {err['n']}): {delta['early']:.4f} (whole "
+                   f"split)" + (f", {delta['start']:.4f} (subset)" if subset else ""))
 
 
-def fragility_lines(name, verdicts, delta, names):
+def fragility_lines(verdicts, delta, names):
     """Every verdict of `names` in one setting under the one fragility rule: FRAGILE or robust, with the smallest shift
     of its comparisons that changes it (fragile_lines) against the statistic's delta."""
     out = []
@@ -468,9 +474,9 @@ def fragility_lines(name, verdicts, delta, names):
 MEASURED_PAIRS = [("logn", f) for f in CORE_FIXES] + [("logn", "control"), ("control", "ortho")]
 
 
-def measurement_error(by_arm, windows, subset, block=8):
-    """One measured paired difference's error, as precision_lines prints it: for claim 1's and the control's pairs and
-    every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
+def measurement_error(by_arm, windows, subset, block=8, pairs=MEASURED_PAIRS):
+    """One measured paired difference's error, as precision_lines prints it: for `pairs` (claim 1's and the control's)
+    and every seed whose runs kept per-window val losses, the larger of the per-window and blocks-of-`block` standard
     errors, on the whole split and on the dense subset's own windows; the medians over pairs x seeds. dict(whole,
     subset, n), or None when no such pair has window losses."""
     idx = subset_windows(windows, subset)
@@ -479,7 +485,7 @@ def measurement_error(by_arm, windows, subset, block=8):
         return max(measurement_noise(ra, rb, k, keep) for k in (1, block))
 
     rows = [(se(by_arm[a][s], by_arm[b][s]), se(by_arm[a][s], by_arm[b][s], idx))
-            for a, b in MEASURED_PAIRS if by_arm.get(a) and by_arm.get(b)
+            for a, b in pairs if by_arm.get(a) and by_arm.get(b)
             for s in sorted(set(by_arm[a]) & set(by_arm[b]))
             if "val_windows_last" in by_arm[a][s] and "val_windows_last" in by_arm[b][s]]
     if not rows:

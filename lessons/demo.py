@@ -136,7 +136,8 @@ class Demo:
         if not opts or len(set(opts)) != len(opts) or set(opts) - set(OPTIMIZER_NAMES):
             raise ValueError(f"--optimizers takes distinct names from {', '.join(OPTIMIZER_NAMES)}, "
                              f"got {self.optimizers!r}")
-        for k in ("steps", "eval_every", "val_windows", "workers", "threads", "warmup", "schedule"):
+        for k in ("steps", "eval_every", "val_windows", "workers", "threads", "warmup", "schedule", "n_embd", "n_head",
+                  "n_layer", "batch_size", "block_size"):
             least = 0 if k in ("workers", "threads", "warmup") else 1
             if getattr(self, k) < least:
                 raise ValueError(f"--{k} must be >= {least}, got {getattr(self, k)}")
@@ -156,6 +157,8 @@ TINY = dict(seeds="1,2", steps=4, n_embd=16, n_layer=1, n_head=1, batch_size=2, 
 
 def parse_args(argv):
     """Demo from --key=value flags (train.parse_args); --tiny puts TINY's settings under the flags given."""
+    if any(a in ("-h", "--help") for a in argv):
+        argv = ["--help"]  # the help, whatever else was given
     argv = [f"{a}=true" if a in ("--tiny", "--fresh") else a for a in argv]
     tiny = [a.partition("=")[2] for a in argv if a.startswith("--tiny=")]
     if tiny and convert(next(f for f in fields(Demo) if f.name == "tiny"), tiny[-1]):

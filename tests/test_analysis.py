@@ -474,3 +474,36 @@ def test_splitting_the_claims_into_rows_and_verdicts_changed_no_verdict():
     for name, c in claims.items():
         rows = c["rows"] + ([c["slow"]] if "slow" in c else [])
         assert C._verdict_of(C._kind(name, c), rows) == c["verdict"], name
+
+
+@pytest.mark.reports
+def test_appendix_a_marks_its_fragile_verdicts_with_the_one_rule_and_its_own_measured_error():
+    """Appendix A section 6 (changed 2026-11-26): the one fragility rule, with delta twice the median measured error of
+    the setting's pairs that kept window losses (none of claim 1's or the control's did). Pinned: delta, and each
+    verdict's label with the smallest shift that changes it, so the report's and docs/campaigns.md's words about them
+    fail when the data or the rule change."""
+    import plans
+    runs = records.load_runs(records.committed_path("d768"))
+    windows = len(next(r for r in runs if "val_windows_last" in r)["val_windows_last"])
+    said = {"sigma=0.02": (0.0111, {"1 logn slowest": (False, 0.0172), "1 with bert and channel": (True, 0.0107),
+                                    "2 other fixes converge alike": (True, 0.0014),
+                                    "2 with bert and channel": (False, 0.0348), "3 all fixes end alike": (True, 0.0054),
+                                    "3 all fixes end alike (last)": (True, 0.0009),
+                                    "4 no final gain over tied": (True, 0.0067),
+                                    "4 no final gain over tied (last)": (True, 0.0006),
+                                    "control: why logn is slow": (False, 0.0884)}),
+            "sigma=d^-1/2": (0.0158, {"1 logn slowest": (False, 0.0395), "2 other fixes converge alike": (True, 0.0083),
+                                      "3 all fixes end alike": (False, 0.0344),
+                                      "3 all fixes end alike (last)": (False, 0.0305),
+                                      "4 no final gain over tied": (True, 0.0055),
+                                      "4 no final gain over tied (last)": (True, 0.0055),
+                                      "control: why logn is slow": (False, 0.1291)})}
+    for name, by in plans.settings("d768", runs).items():
+        delta, where = C.fragile_delta(by, windows, None)
+        assert delta["best"] == pytest.approx(said[name][0], abs=1e-4) and "pairs with window losses" in where
+        verdicts = C.all_claims(by)
+        assert set(verdicts) == set(said[name][1])
+        for claim, (fragile, shift) in said[name][1].items():
+            line = C.fragile_lines(claim, verdicts[claim], delta[verdicts[claim]["stat"]])
+            assert line.startswith("FRAGILE" if fragile else "robust"), (name, claim, line)
+            assert C.verdict_flip(claim, verdicts[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)

@@ -75,7 +75,7 @@ def test_a_bad_flag_gets_one_line_and_exit_code_2(capsys):
                        timeout=120)
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "unknown flag --bogus" in p.stderr
     for bad in (["--seeds=1,x"], ["--steps=0"], ["--optimizers=sgd"], ["--steps=105"], ["--n_head=5"], ["seeds=1"],
-                ["--fresh=maybe"]):
+                ["--fresh=maybe"], ["--n_embd=0"], ["--n_head=0"]):
         assert D.main(bad, log=lambda *a: None) == 2, bad
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("demo.py: "), (bad, err)
