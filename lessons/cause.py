@@ -184,10 +184,16 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
         out.append(f"(b) {opt}'s twin ({own}): {v['verdict']}; at 3e-3 {_fmt(v['rows']['M'])}"
                    + (f"; at {v['picked_lr']:g} {_fmt(v['rows']['O'])}" if "O" in v["rows"] and v["picked_lr"] != MATCHED_LR
                       else ""))
-        out.append(f"    lag the twin removes: {_fmt(v['removed'])}; under the twin {_fmt(v['self_logit'])}")
+        orig = _row(cs.get(opt, {}).get("logn", {}), cs.get(opt, {}).get("ortho", {}), stat, "logn", "ortho")
+        out.append(f"    under {opt} itself {_fmt(orig)}; lag the twin removes: {_fmt(v['removed'])}; under the twin "
+                   f"{_fmt(v['self_logit'])}")
     v = verdict_c(cs, stat)
     out.append(f"(c) tiger 2 x 2: {v['verdict']}; embedding effect {_fmt(dict(v['E'], a='E', b='0'))}; "
                f"body effect {_fmt(dict(v['B'], a='B', b='0'))}")
+    if v["verdict"] != "PENDING":  # the pre-registered descriptive shares of the lag relativity adds, G_all - G_none
+        t = v["total"]["mean"]
+        out.append(f"    the lag relativity adds: {_fmt(dict(v['total'], a='G_all', b='G_none'))}; its shares: E "
+                   f"{v['E']['mean'] / t:.2f}, B {v['B']['mean'] / t:.2f}; interaction {_fmt(dict(v['I'], a='I', b='0'))}")
     return out + (differs(new_runs, committed_runs) if stat == PRIMARY else [])
 
 

@@ -196,3 +196,11 @@ def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_o
         assert np.allclose(line.get_ydata(), want), label
     assert figures.gap_over_time(ax, b[1][1], {}, "nothing", "tab:red") == 0
     plt.close(fig)
+
+
+def test_the_report_prints_the_two_by_twos_shares_of_the_lag_relativity_adds():
+    """The pre-registration's descriptive shares E / (G_all - G_none) and B / (G_all - G_none), once (c) is decided."""
+    new, committed = world(dict(tiger=0.4, **{"c embedding": 0.4, "c body": 0.0, "twin tiger": 0.0}), noise=0.0,
+                           raw=True)
+    line = next(l for l in cause.report_lines(new, committed) if "the lag relativity adds" in l)
+    assert "G_all - G_none +0.400" in line and "its shares: E 1.00, B 0.00" in line, line
