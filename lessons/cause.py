@@ -67,6 +67,13 @@ def _row(a_runs, b_runs, stat, a, b):
     return dict(a=a, b=b, **compare(paired(a_runs, b_runs, STATS[stat])))
 
 
+def original_gap(cs, opt, stat=PRIMARY):
+    """logn - ortho under the committed original optimizer `opt`, on the plan's seeds (what its twin is read against)."""
+    logn, ortho = (cs.get(opt, {}).get(arm, {}) for arm in ("logn", "ortho"))
+    return _row({s: r for s, r in logn.items() if s in SEEDS}, {s: r for s, r in ortho.items() if s in SEEDS}, stat,
+                "logn", "ortho")
+
+
 def verdict_a(cs, opt, stat=PRIMARY):
     """(a): the self-logit or the small sigma, with no learned matrix: control_verdict's rule with shuffle_logn
     as the control and shuffle (sigma = 0.02) as the reference arm."""
@@ -184,7 +191,7 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
         out.append(f"(b) {opt}'s twin ({own}): {v['verdict']}; at 3e-3 {_fmt(v['rows']['M'])}"
                    + (f"; at {v['picked_lr']:g} {_fmt(v['rows']['O'])}" if "O" in v["rows"] and v["picked_lr"] != MATCHED_LR
                       else ""))
-        orig = _row(cs.get(opt, {}).get("logn", {}), cs.get(opt, {}).get("ortho", {}), stat, "logn", "ortho")
+        orig = original_gap(cs, opt, stat)
         out.append(f"    under {opt} itself {_fmt(orig)}; lag the twin removes: {_fmt(v['removed'])}; under the twin "
                    f"{_fmt(v['self_logit'])}")
     v = verdict_c(cs, stat)
@@ -308,8 +315,7 @@ def answer(new_runs, committed_runs, stat=PRIMARY):
                 f"embedding alone: H_R as the lesson tells it is not supported")
     how, rows = [], [c["E"], c["B"]]
     for o, v in b.items():
-        orig = _row({s: r for s, r in cs[o].get("logn", {}).items() if s in SEEDS},
-                    {s: r for s, r in cs[o].get("ortho", {}).items() if s in SEEDS}, stat, "logn", "ortho")
+        orig = original_gap(cs, o, stat)
         own = v["picked_lr"] != MATCHED_LR
         rows += [orig, v["rows"]["M"]] + ([v["rows"]["O"]] if own else [])
         how.append(f"logn - ortho {_num(orig)} under {NAMES[o]}, {_num(v['rows']['M'])} under its twin at the same lr"
