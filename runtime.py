@@ -390,7 +390,8 @@ def setup_device(c, local_rank=0, ddp=False):
     elif c.device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
-        device = f"cuda:{local_rank}" if ddp else c.device
+        # torch.cuda.set_device needs an index: plain 'cuda' means this process's GPU (LOCAL_RANK, 0 without torchrun)
+        device = f"cuda:{local_rank}" if ddp or c.device == "cuda" else c.device
     elif c.device == "mps":  # Apple silicon. Untested by this project (no such machine): float32, foreach AdamW
         if not mps:
             raise ValueError("device=mps but this machine has no usable Apple GPU (torch.backends.mps); use "

@@ -179,6 +179,23 @@ def test_asking_for_cuda_without_a_gpu_is_refused(data_dir):
     assert p.returncode == 2 and "no CUDA GPU" in p.stderr
 
 
+@pytest.mark.parametrize("asked, ddp, local_rank, gets", [("cuda", False, 0, "cuda:0"), ("cuda:1", False, 0, "cuda:1"),
+                                                          ("cuda", True, 3, "cuda:3"), ("auto", False, 0, "cuda:0")])
+def test_cuda_devices_always_carry_an_index_for_set_device(monkeypatch, asked, ddp, local_rank, gets):
+    """torch.cuda.set_device refuses a bare 'cuda' (found on an H100, 2026-11-26): the CUDA path, checked without a GPU."""
+    import runtime
+    from train import Config
+    given = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: given.append(d))
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32  # setup_device turns TF32 on
+    try:
+        device, dtype, _ = runtime.setup_device(Config(device=asked, dtype="float32", out_dir=""), local_rank, ddp)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    assert str(device) == gets and given == [device] and device.index is not None
+
+
 @pytest.mark.slow
 def test_checkpoint_of_another_head_is_refused(data_dir, tmp_path):
     assert run([*TINY, "--max_iters=2", "--eval_interval=1", f"--out_dir={tmp_path}"]).returncode == 0
