@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from claims import control_verdict, two_way
-from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, plan, twin_lrs
+from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, pick_lr, plan, twin_lrs
 from records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
 from stats import compare
 
@@ -204,6 +204,45 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
     return out + (differs(new_runs, committed_runs) if stat == PRIMARY else [])
 
 
+DEVICE_CHECK = os.path.join(HERE, "data", "cause_device_check")  # sweep S re-made on the lent GPU: the sweeps' guard
+BUDGET_CORE_HOURS = 12
+
+
+def where_lines(new_runs, committed_runs, check_runs=None):
+    """Where the runs were made, the guard that let the twins' sweeps run on a GPU, and the budget (the dated addition
+    of 2026-11-26, evening, in preregistrations/cause.md): sweep S re-made on that GPU must pick what the CPU picked,
+    and CPU time is counted as each run's steps times the idle single-thread time per step (the fastest fresh run's)."""
+    check_runs = load_runs(DEVICE_CHECK) if check_runs is None else check_runs
+    out = []
+    if check_runs:
+        cpu = {r["id"]: r for r in committed_runs}
+        same = True
+        for opt in NAMES:
+            gpu = [r for r in check_runs if r["group"].startswith(f"sweep {opt} ")]
+            picks = [pick_lr({r["config"]["lr"]: r["best_val"] for r in rs})["lr"]
+                     for rs in ([cpu[r["id"]] for r in gpu], gpu)]
+            same &= picks[0] == picks[1]
+            worst = max(abs(r["best_val"] - cpu[r["id"]]["best_val"]) for r in gpu)
+            out.append(f"device guard, sweep S under {NAMES[opt]} re-made on {gpu[0]['device']}: picks {picks[1]:g} "
+                       f"(the CPU's: {picks[0]:g}); best val moved by up to {worst:.3f} nats across its {len(gpu)} lrs")
+        out.append("  -> the twins' sweeps made there are used" if same else
+                   "  -> the GPU picks otherwise: its twin sweeps are descriptive only; the sweeps run on the CPU")
+    on_gpu = [r for r in new_runs if r.get("device")]
+    on_cpu = [r for r in new_runs if not r.get("device")]
+    if on_gpu:
+        out.append(f"{len(on_gpu)} runs made on {on_gpu[0]['device']} (the twins' lr sweeps, "
+                   f"{', '.join(sorted({r['group'].split()[1] for r in on_gpu}))}), {len(on_cpu)} on the CPU")
+    fresh = [r["wall_s"] / r["history"][-1]["step"] for r in on_cpu if not r.get("resumed_from_step")]
+    if fresh:
+        steps = sum(r["history"][-1]["step"] for r in on_cpu)
+        idle = min(fresh)
+        hours = steps * idle / 3600
+        out.append(f"CPU budget: {steps:,} steps x {idle:.2f} s a step (the fastest fresh run, one thread) = "
+                   f"{hours:.1f} core-hours of the plan's {BUDGET_CORE_HOURS} (logged wall times: "
+                   f"{sum(r['wall_s'] for r in on_cpu) / 3600:.1f} h, slower when the workers shared the cores)")
+    return out
+
+
 PREDICTIONS = {  # the docstring's, one line per part: what each hypothesis expects (written before the data)
     "(a) self-logit without P": dict(H_R="(says nothing)", H_S="(says nothing)", H_C="(says nothing)"),
     "(b) Tiger's twin": dict(H_R="relativity decides", H_S="depends on the lr (lag at 3e-3, none at its own lr)",
@@ -253,7 +292,7 @@ def gap_panels(new_runs, committed_runs):
 # of the cause. H_R is named only with (c) (answer). "depends on the lr" means H_S only with a lag at the matched lr and
 # none at the twin's own (the plan gives the reverse no reading). Written 2026-11-26 (see cause.md's dated addition).
 MEANING = {"relativity decides": "the step's relativity",
-           "relativity is not needed": "not the step's relativity (H_S or H_C)",
+           "relativity is not needed": "a cause other than the step's relativity (H_S or H_C)",
            "depends on the lr": "the step's size, not its relativity (H_S)"}
 NAMES = dict(tiger="Tiger", lamb="LAMB")
 
@@ -301,7 +340,7 @@ def answer(new_runs, committed_runs, stat=PRIMARY):
     readings = {o: _reading(v) for o, v in b.items()}
     if None in readings.values() or len(set(readings.values())) > 1:
         head = "The data do not decide the cause: " + "; ".join(
-            f"{NAMES[o]}'s twin {'says ' + r if r else 'gives no reading (' + b[o]['verdict'] + ')'}"
+            f"{NAMES[o]}'s twin {'points to ' + r if r else 'gives no reading (' + b[o]['verdict'] + ')'}"
             for o, r in readings.items())
     elif b["tiger"]["verdict"] != "relativity decides":
         head = f"The data support {readings['tiger']}"

@@ -150,10 +150,11 @@ def test_the_answer_waits_until_every_verdict_of_the_twins_and_the_two_by_two_is
                "Tiger, +0.30 nats [.*] under its twin at the same lr and -0.10 nats [.*] at the twin's own lr 0.01"),
     # logn lags under both twins at the lr both sweeps pick: not the relativity
     (dict(tiger=0.3, lamb=0.3, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.3, "c body": 0.3}),
-     PICK_3E3, "The data support not the step's relativity (H_S or H_C)"),
+     PICK_3E3, "The data support a cause other than the step's relativity (H_S or H_C)"),
     # the twins disagree: no cause is named
     (dict(tiger=0.3, lamb=0.3, **{"twin tiger": -0.1, "twin lamb": 0.3, "c embedding": 0.3, "c body": -0.1}),
-     PICK_3E3, "The data do not decide the cause: Tiger's twin says the step's relativity; LAMB's twin says not"),
+     PICK_3E3, "The data do not decide the cause: Tiger's twin points to the step's relativity; "
+               "LAMB's twin points to a cause other than"),
     # the reverse 'depends on the lr' (no lag at the matched lr, a lag at the twin's own) has no reading in the plan
     (dict(tiger=0.3, lamb=0.3, **{"twin tiger": -0.1, "twin lamb": -0.1, "twin tiger O": 0.3, "twin lamb O": 0.3,
                                   "c embedding": 0.3, "c body": -0.1}),
@@ -204,3 +205,27 @@ def test_the_report_prints_the_two_by_twos_shares_of_the_lag_relativity_adds():
                            raw=True)
     line = next(l for l in cause.report_lines(new, committed) if "the lag relativity adds" in l)
     assert "G_all - G_none +0.400" in line and "its shares: E 1.00, B 0.00" in line, line
+
+
+def sweep_s(best, device=None):
+    """Sweep S's runs {opt: {lr: best val}} as records (on `device` when given: a re-make on a GPU)."""
+    out = [dict(id=f"sweep {o} lr={lr:g}|tied|seed=100", group=f"sweep {o} lr={lr:g}", config=dict(lr=lr), best_val=v)
+           for o, by_lr in best.items() for lr, v in by_lr.items()]
+    return [dict(r, device=device) for r in out] if device else out
+
+
+def test_the_gpu_sweeps_are_used_only_if_sweep_s_re_made_on_that_gpu_picks_what_the_cpu_picked():
+    cpu = {"tiger": {1e-3: 5.3, 3e-3: 4.75, 1e-2: 4.78, 3e-2: 6.4}, "lamb": {1e-3: 5.1, 3e-3: 4.69, 1e-2: 4.68, 3e-2: 5.0}}
+    same = {o: {lr: v + 0.01 for lr, v in d.items()} for o, d in cpu.items()}  # shifted alike: the same picks
+    lines = cause.where_lines([], sweep_s(cpu), sweep_s(same, "GPU"))
+    assert lines[-1].endswith("the twins' sweeps made there are used") and "moved by up to 0.010" in lines[0]
+    other = {**same, "lamb": {**same["lamb"], 1e-2: 4.60}}  # on the GPU LAMB's 1e-2 wins by more than the 0.02 margin
+    lines = cause.where_lines([], sweep_s(cpu), sweep_s(other, "GPU"))
+    assert "picks 0.01 (the CPU's: 0.003)" in lines[1] and "descriptive only" in lines[-1]
+
+
+def test_the_cpu_budget_counts_steps_at_the_fastest_fresh_runs_time_not_the_logged_wall_times():
+    runs = [dict(fake_run("a tiger", "logn", s, 5.0), wall_s=w, resumed_from_step=r)
+            for s, w, r in ((1, 800.0, 0), (2, 1200.0, 0), (3, 100.0, 300))]  # seed 3 resumed: its wall is a part only
+    line = cause.where_lines(runs, [], [])[-1]
+    assert "1,200 steps x 2.00 s a step" in line and "= 0.7 core-hours" in line and "wall times: 0.6 h" in line
