@@ -229,3 +229,15 @@ def test_the_cpu_budget_counts_steps_at_the_fastest_fresh_runs_time_not_the_logg
             for s, w, r in ((1, 800.0, 0), (2, 1200.0, 0), (3, 100.0, 300))]  # seed 3 resumed: its wall is a part only
     line = cause.where_lines(runs, [], [])[-1]
     assert "1,200 steps x 2.00 s a step" in line and "= 0.7 core-hours" in line and "wall times: 0.6 h" in line
+
+
+@pytest.mark.reports
+def test_every_committed_cause_run_was_made_at_the_preregistered_commit_and_says_where():
+    """The cause campaign runs from a worktree pinned at its pre-registration; the runs made on the lent GPU (the
+    twins' sweeps only, as the dated addition allows) say so, and sweep S's re-makes there guard them."""
+    new, committed = cause.load()
+    assert new and {r["git_commit"] for r in new} == {cause.PREREGISTERED_AT}
+    on_gpu = {r["group"].split(" lr=")[0] for r in new if r.get("device")}
+    assert on_gpu <= {"sweep tiger-twin", "sweep lamb-twin"}
+    assert {r["git_commit"] for r in cause.load_runs(cause.DEVICE_CHECK)} == {cause.PREREGISTERED_AT}
+    assert cause.where_lines(new, committed)[2].endswith("the twins' sweeps made there are used")
