@@ -232,9 +232,10 @@ def where_lines(new_runs, committed_runs, check_runs=None):
     if on_gpu:
         out.append(f"{len(on_gpu)} runs made on {on_gpu[0]['device']} (the twins' lr sweeps, "
                    f"{', '.join(sorted({r['group'].split()[1] for r in on_gpu}))}), {len(on_cpu)} on the CPU")
-    fresh = [r["wall_s"] / r["history"][-1]["step"] for r in on_cpu if not r.get("resumed_from_step")]
+    steps_of = {r["id"]: max(logged(r, "val_loss")) for r in on_cpu}  # the last evaluation is the last step
+    fresh = [r["wall_s"] / steps_of[r["id"]] for r in on_cpu if not r.get("resumed_from_step")]
     if fresh:
-        steps = sum(r["history"][-1]["step"] for r in on_cpu)
+        steps = sum(steps_of.values())
         idle = min(fresh)
         hours = steps * idle / 3600
         out.append(f"CPU budget: {steps:,} steps x {idle:.2f} s a step (the fastest fresh run, one thread) = "
