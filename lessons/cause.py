@@ -12,7 +12,7 @@ import numpy as np
 from claims import control_verdict, two_way
 from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, pick_lr, plan, twin_lrs
 from records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
-from stats import compare
+from stats import MARGIN, compare
 
 R_TOLERANCE = 1e-3  # check R, nats
 # The commit that wrote the pre-registration and the plan (recorded in the next commit: a commit can't name itself). The
@@ -241,7 +241,26 @@ def where_lines(new_runs, committed_runs, check_runs=None):
         out.append(f"CPU budget: {steps:,} steps x {idle:.2f} s a step (the fastest fresh run, one thread) = "
                    f"{hours:.1f} core-hours of the plan's {BUDGET_CORE_HOURS} (logged wall times: "
                    f"{sum(r['wall_s'] for r in on_cpu) / 3600:.1f} h, slower when the workers shared the cores)")
+        out += _wall_lines(on_cpu, twin_lrs(new_runs)["lamb"]["lr"])
     return out
+
+
+MEASURE_ADOPTED = "2026-11-26 18:26:45"  # UTC, the commit of the dated addition that adopted the budget's measure
+
+
+def _wall_lines(on_cpu, lamb_lr):
+    """When the idle-equivalent measure was adopted, and what the logged wall times would have cut (the rule: LAMB's
+    twin's runs at its own lr come last and are cut once the budget is spent). Runs in the order they finished."""
+    runs, hours, passed = sorted(on_cpu, key=lambda r: r["finished"]), 0.0, None
+    for k, r in enumerate(runs, 1):
+        hours += r["wall_s"] / 3600
+        passed = passed or (k if hours > BUDGET_CORE_HOURS else None)
+    before = [r for r in runs if r["finished"] < MEASURE_ADOPTED]
+    cut = [r for r in runs[passed or len(runs):] if r["group"] == f"b lamb-twin lr={lamb_lr:g}"]
+    return [f"  that measure was adopted ({MEASURE_ADOPTED[:16]} UTC) after {len(before)} runs, whose logged wall times "
+            f"came to {sum(r['wall_s'] for r in before) / 3600:.1f} h"
+            + (f"; by wall time the {BUDGET_CORE_HOURS} hours ran out at run {passed} of {len(runs)}, and the cut rule "
+               f"would have dropped LAMB's twin's {len(cut)} runs at its own lr" if passed else "")]
 
 
 PREDICTIONS = {  # the docstring's, one line per part: what each hypothesis expects (written before the data)
@@ -364,6 +383,34 @@ def answer(new_runs, committed_runs, stat=PRIMARY):
     flag = differs(new_runs, committed_runs) if stat == PRIMARY else []
     return (head + ": " + "; ".join(how) + f" ({STATS[stat].__name__}, paired over {min(r['n'] for r in rows)} seeds, "
             f"95% intervals" + ("; the secondary statistic differs, see the flags" if flag else "") + ").")
+
+
+def after_lines(new_runs, committed_runs):
+    """Numbers the reading cites that no rule of the plan prints, computed after every verdict was in (added
+    2026-11-26, late, after the data; they describe and decide nothing): the share of each original's lag (start) that its
+    twin removes at the matched lr; for a twin whose own lr differs, how much smaller its lag is there than at the
+    matched lr (paired by seed, on both statistics); and how near each twin's sweep came to picking another lr."""
+    cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
+    out = []
+    for opt in NAMES:
+        v = verdict_b(cs, opt, picks[opt]["lr"])
+        if v["verdict"] == "PENDING":
+            continue
+        lr = v["picked_lr"]
+        out.append(f"{NAMES[opt]}'s twin at 3e-3 removes {v['removed']['mean'] / original_gap(cs, opt)['mean']:.0%} "
+                   f"of logn's lag under {NAMES[opt]} ({PRIMARY})")
+        for stat in (PRIMARY, SECONDARY) if lr != MATCHED_LR else ():
+            gaps = [dict(zip(*_seed_diffs(c.get("logn", {}), c.get("ortho", {}), stat)))
+                    for c in (cs.get(f"twin {opt} lr={x:g}", {}) for x in (MATCHED_LR, lr))]
+            seeds = sorted(set(gaps[0]) & set(gaps[1]))
+            r = compare([gaps[0][s] - gaps[1][s] for s in seeds])
+            out.append(f"  the lag at 3e-3 minus the lag at its own lr {lr:g} ({stat}): "
+                       + _fmt(dict(r, a="gap(3e-3)", b=f"gap({lr:g})")))
+        sweep = {r["config"]["lr"]: r["best_val"] for r in new_runs if r["group"].startswith(f"sweep {opt}-twin ")}
+        best = min(sweep, key=sweep.get)
+        out.append(f"  its sweep: lowest best val {sweep[best]:.4f} at lr {best:g}; the rule takes the smallest lr within "
+                   f"{MARGIN} nats of it: {lr:g} ({sweep[lr]:.4f}, {sweep[lr] - sweep[best]:.4f} higher)")
+    return out
 
 
 def opnorm_curves(new_runs):

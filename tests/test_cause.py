@@ -170,6 +170,18 @@ def test_the_answer_names_the_cause_the_pre_registration_gives_each_outcome_with
     assert "(start, paired over 3 seeds" in text
 
 
+def test_the_after_data_lines_print_how_much_smaller_the_lag_is_at_a_twins_own_lr_and_how_near_its_sweep_came():
+    gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "twin tiger O": 0.1, "twin lamb O": 0.1})
+    new, committed = world(gaps, raw=True)
+    text = "\n".join(cause.after_lines(new + sweeps(PICK_1E2), committed))
+    assert "Tiger's twin at 3e-3 removes 25% of logn's lag" in text  # (0.4 - 0.3) / 0.4
+    assert "the lag at 3e-3 minus the lag at its own lr 0.01 (start): gap(3e-3) - gap(0.01) +0.20" in text
+    # a near tie: 1e-2 has the lowest val, but 3e-3 is within the margin, so the rule takes 3e-3; the line says how near
+    text = "\n".join(cause.after_lines(new + sweeps({1e-3: 5.5, 3e-3: 5.2, 1e-2: 5.19, 3e-2: 5.3}), committed))
+    assert "lowest best val 5.1900 at lr 0.01" in text and "0.003 (5.2000, 0.0100 higher)" in text
+    assert "own lr" not in text  # both twins picked the matched lr: no second lr to compare
+
+
 def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_out_what_has_no_runs():
     import matplotlib
     matplotlib.use("Agg")
@@ -225,10 +237,27 @@ def test_the_gpu_sweeps_are_used_only_if_sweep_s_re_made_on_that_gpu_picks_what_
 
 
 def test_the_cpu_budget_counts_steps_at_the_fastest_fresh_runs_time_not_the_logged_wall_times():
-    runs = [dict(fake_run("a tiger", "logn", s, 5.0), wall_s=w, resumed_from_step=r)
+    runs = [dict(fake_run("a tiger", "logn", s, 5.0), wall_s=w, resumed_from_step=r, finished=f"2026-11-26 0{s}:00:00")
             for s, w, r in ((1, 800.0, 0), (2, 1200.0, 0), (3, 100.0, 300))]  # seed 3 resumed: its wall is a part only
-    line = cause.where_lines(runs, [], [])[-1]
+    line = cause.where_lines(runs, [], [])[-2]
     assert "1,200 steps x 2.00 s a step" in line and "= 0.7 core-hours" in line and "wall times: 0.6 h" in line
+    assert cause.where_lines(runs, [], [])[-1].endswith("after 3 runs, whose logged wall times came to 0.6 h")
+
+
+def test_the_report_says_when_the_budgets_measure_came_and_what_wall_time_would_have_cut():
+    """The idle-equivalent measure was adopted mid-campaign; the report prints what the logged wall times were by then,
+    and which runs the cut rule (LAMB's twin's runs at its own lr go last) would have dropped by wall time."""
+    def run(i, group, hours, when):
+        return dict(fake_run(group, "logn", i, 5.0), id=f"r{i}", wall_s=hours * 3600, resumed_from_step=0, finished=when)
+    runs = [run(1, "a tiger", 7.0, "2026-11-26 10:00:00"), run(2, "a lamb", 4.0, "2026-11-26 18:00:00"),
+            run(3, "b lamb-twin lr=0.003", 2.0, "2026-11-26 19:00:00"),
+            run(4, "b lamb-twin lr=0.01", 1.0, "2026-11-26 20:00:00"), run(5, "b lamb-twin lr=0.01", 1.0, "2026-11-26 21:00")]
+    gpu = [dict(r, device="GPU") for r in sweeps(PICK_1E2)]  # the twins' sweeps: LAMB's twin picks 1e-2
+    line = cause.where_lines(runs + gpu, [], [])[-1]
+    assert "after 2 runs, whose logged wall times came to 11.0 h" in line, line
+    assert "ran out at run 3 of 5, and the cut rule would have dropped LAMB's twin's 2 runs at its own lr" in line
+    runs[2]["wall_s"] = 0.5 * 3600  # 11.5 h by the third run: the hours run out at the fourth
+    assert "ran out at run 4 of 5" in cause.where_lines(runs + gpu, [], [])[-1]
 
 
 @pytest.mark.reports
