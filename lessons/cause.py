@@ -409,8 +409,30 @@ def after_lines(new_runs, committed_runs):
         sweep = {r["config"]["lr"]: r["best_val"] for r in new_runs if r["group"].startswith(f"sweep {opt}-twin ")}
         best = min(sweep, key=sweep.get)
         out.append(f"  its sweep: lowest best val {sweep[best]:.4f} at lr {best:g}; the rule takes the smallest lr within "
-                   f"{MARGIN} nats of it: {lr:g} ({sweep[lr]:.4f}, {sweep[lr] - sweep[best]:.4f} higher)")
+                   f"{MARGIN} nats of it: {lr:g} ({sweep[lr]:.4f}, {sweep[lr] - sweep[best]:.4f} higher)"
+                   + (f"; a shift of {MARGIN - (sweep[lr] - sweep[best]):.4f} between the two would pick {best:g}"
+                      if best != lr else ""))
+        out += first_step_lines(new_runs, opt)
     return out
+
+
+def first_step(new_runs, opt, seed=1):
+    """Does the twin take the original's first step? ortho's embedding turn after step 0 (emb_turn, radians) in the
+    re-made original (check R's run) and in each of its twin's runs of the same seed: (original's, {lr: twin's}),
+    None where a run is missing. The same step gives the same turn."""
+    ortho = {r["group"]: logged(r, "emb_turn").get(0) for r in new_runs if r["arm"] == "ortho" and r["seed"] == seed}
+    twins = {float(g.split("lr=")[1]): v for g, v in ortho.items() if g.startswith(f"b {opt}-twin ") and v}
+    return (ortho[f"ref {opt}"], twins) if ortho.get(f"ref {opt}") and twins else None
+
+
+def first_step_lines(new_runs, opt, seed=1):
+    """first_step as a line: the twin's turn beside the original's, and their ratio (1.00x: the same step)."""
+    got = first_step(new_runs, opt, seed)
+    if not got:
+        return []
+    ref, twins = got
+    return [f"  its first step (ortho's embedding turn after step 0, seed {seed}): {NAMES[opt]} {ref:.3g} rad; the twin "
+            + ", ".join(f"{v:.3g} at lr {lr:g} ({v / ref:.2f}x)" for lr, v in sorted(twins.items()))]
 
 
 def opnorm_curves(new_runs):

@@ -182,6 +182,18 @@ def test_the_after_data_lines_print_how_much_smaller_the_lag_is_at_a_twins_own_l
     assert "own lr" not in text  # both twins picked the matched lr: no second lr to compare
 
 
+def test_the_after_data_lines_check_whether_each_twin_takes_its_originals_first_step():
+    """The twins were meant to take the original's first step at the matched lr; the embedding's turn after step 0 in
+    the re-made original's ortho run against the twin's says whether they did (LAMB's did not: its trust ratio scales
+    up a normalised step whose norm is below the tensor's size, and the twin has no trust ratio)."""
+    def run(group, turn):
+        return dict(fake_run(group, "ortho", 1, 5.0), history=[dict(step=0, emb_turn=turn)])
+    runs = [run("ref lamb", 2e-5), run("b lamb-twin lr=0.003", 5e-6), run("b lamb-twin lr=0.03", 5e-5)]
+    (line,) = cause.first_step_lines(runs, "lamb")
+    assert "LAMB 2e-05 rad; the twin 5e-06 at lr 0.003 (0.25x), 5e-05 at lr 0.03 (2.50x)" in line
+    assert cause.first_step_lines(runs, "tiger") == []  # no re-made Tiger run: nothing to compare
+
+
 def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_out_what_has_no_runs():
     import matplotlib
     matplotlib.use("Agg")
