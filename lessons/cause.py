@@ -411,9 +411,21 @@ def after_lines(new_runs, committed_runs):
         out.append(f"  its sweep: lowest best val {sweep[best]:.4f} at lr {best:g}; the rule takes the smallest lr within "
                    f"{MARGIN} nats of it: {lr:g} ({sweep[lr]:.4f}, {sweep[lr] - sweep[best]:.4f} higher)"
                    + (f"; a shift of {MARGIN - (sweep[lr] - sweep[best]):.4f} between the two would pick {best:g}"
-                      if best != lr else ""))
+                      + _device_shift(committed_runs, opt, lr, best) if best != lr else ""))
         out += first_step_lines(new_runs, opt)
     return out
+
+
+def _device_shift(committed_runs, opt, lr, other, check_runs=None):
+    """How far sweep S's runs at `lr` and `other` moved against each other when re-made on the GPU (the device check):
+    the size of shift that the device alone can make between two lrs of one sweep."""
+    runs = {"cpu": committed_runs, "gpu": load_runs(DEVICE_CHECK) if check_runs is None else check_runs}
+    val = {k: {r["config"]["lr"]: r["best_val"] for r in rs if r["group"].startswith(f"sweep {opt} ")}
+           for k, rs in runs.items()}
+    if not all(x in v for v in val.values() for x in (lr, other)):
+        return ""
+    moved = (val["gpu"][lr] - val["gpu"][other]) - (val["cpu"][lr] - val["cpu"][other])
+    return f"; re-made on the GPU, sweep S's runs at these two lrs moved {abs(moved):.4f} against each other"
 
 
 def first_step(new_runs, opt, seed=1):

@@ -248,6 +248,14 @@ def test_the_gpu_sweeps_are_used_only_if_sweep_s_re_made_on_that_gpu_picks_what_
     assert "picks 0.01 (the CPU's: 0.003)" in lines[1] and "descriptive only" in lines[-1]
 
 
+def test_a_near_tie_is_set_beside_how_far_the_gpu_moved_the_same_two_lrs_against_each_other():
+    cpu = {"tiger": {1e-3: 5.3, 3e-3: 4.75, 1e-2: 4.74, 3e-2: 6.4}}
+    gpu = {"tiger": {1e-3: 5.3, 3e-3: 4.80, 1e-2: 4.76, 3e-2: 6.4}}  # 3e-3 up by 0.05, 1e-2 by 0.02: 0.03 apart
+    line = cause._device_shift(sweep_s(cpu), "tiger", 3e-3, 1e-2, sweep_s(gpu, "GPU"))
+    assert line.endswith("moved 0.0300 against each other"), line
+    assert cause._device_shift(sweep_s(cpu), "lamb", 3e-3, 1e-2, sweep_s(gpu, "GPU")) == ""  # no LAMB runs: nothing
+
+
 def test_the_cpu_budget_counts_steps_at_the_fastest_fresh_runs_time_not_the_logged_wall_times():
     runs = [dict(fake_run("a tiger", "logn", s, 5.0), wall_s=w, resumed_from_step=r, finished=f"2026-11-26 0{s}:00:00")
             for s, w, r in ((1, 800.0, 0), (2, 1200.0, 0), (3, 100.0, 300))]  # seed 3 resumed: its wall is a part only
