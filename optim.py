@@ -19,7 +19,8 @@ what the ABSOLUTE TWINS below test (lessons/cause.py):
 
     relative='none'  the same rule with each weight's RMS replaced by a scale FROZEN at the first step (the weight's
                      RMS then; for the token embedding 0.02, the sigma = 0.02 arms' init). Under Tiger's twin a
-                     sigma = 0.02 model takes exactly Tiger's first step, and only the relativity differs after.
+                     sigma = 0.02 model takes Tiger's first step (the embedding's rows to within their RMS's spread
+                     around 0.02; measured 1.00x), and only the relativity differs after.
                      LAMB's twin was meant to match the same way and does not (measured after the runs: ortho's
                      embedding turns 0.24x LAMB's first step at lr 3e-3; see Lamb below).
                      Tiger's twin is essentially Lion's update (Chen et al. 2023, "Symbolic Discovery of Optimization
