@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from claims import control_verdict, two_way
+from claims import control_verdict, fragile_lines, two_way
 from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, pick_lr, plan, twin_lrs
 from records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
 from stats import MARGIN, compare
@@ -91,6 +91,10 @@ def _seed_diffs(a_runs, b_runs, stat):
     return seeds, [STATS[stat](a_runs[s]) - STATS[stat](b_runs[s]) for s in seeds]
 
 
+B_WORDS = {("not", "not"): "relativity decides", ("lags", "lags"): "relativity is not needed",
+           ("lags", "not"): "depends on the lr", ("not", "lags"): "depends on the lr"}  # (b): logn - ortho at M, at O
+
+
 def verdict_b(cs, opt, picked_lr, stat=PRIMARY):
     """(b): logn - ortho under opt's absolute twin at the matched lr (M) and at its own lr (O = picked_lr; None while
     its sweep is undecided). Also the lag the twin removes at M (paired by seed) and logn - shuffle_logn under it."""
@@ -111,11 +115,13 @@ def verdict_b(cs, opt, picked_lr, stat=PRIMARY):
     if "O" not in rows or any(w == "pending" or w.startswith("invalid") for w in words):
         verdict = "PENDING"
     else:
-        verdict = two_way(rows["M"], rows["O"], {("not", "not"): "relativity decides",
-                                                 ("lags", "lags"): "relativity is not needed",
-                                                 ("lags", "not"): "depends on the lr", ("not", "lags"): "depends on the lr"})
+        verdict = two_way(rows["M"], rows["O"], B_WORDS)
     return dict(verdict=verdict, optimizer=opt, stat=stat, picked_lr=picked_lr, rows=rows, removed=removed,
                 self_logit=selfl)
+
+
+C_WORDS = {("lags", "lags"): "both", ("lags", "not"): "the embedding's relativity carries the lag",
+           ("not", "lags"): "the body's relativity carries the lag", ("not", "not"): "neither"}  # (c): E, B
 
 
 def verdict_c(cs, stat=PRIMARY):
@@ -136,8 +142,7 @@ def verdict_c(cs, stat=PRIMARY):
     if any(r["word"] == "pending" or r["word"].startswith("invalid") for r in (E, B)):
         verdict = "PENDING"
     else:
-        verdict = two_way(E, B, {("lags", "lags"): "both", ("lags", "not"): "the embedding's relativity carries the lag",
-                                 ("not", "lags"): "the body's relativity carries the lag", ("not", "not"): "neither"})
+        verdict = two_way(E, B, C_WORDS)
     return dict(verdict=verdict, stat=stat, seeds=seeds, E=E, B=B, I=I, total=total,
                 gaps={cell: g[cell].tolist() for cell in g})
 
@@ -383,6 +388,27 @@ def answer(new_runs, committed_runs, stat=PRIMARY):
     flag = differs(new_runs, committed_runs) if stat == PRIMARY else []
     return (head + ": " + "; ".join(how) + f" ({STATS[stat].__name__}, paired over {min(r['n'] for r in rows)} seeds, "
             f"95% intervals" + ("; the secondary statistic differs, see the flags" if flag else "") + ").")
+
+
+def fragility_lines(new_runs, committed_runs, delta, stat=PRIMARY):
+    """Appendix B section 5's fragility rule on every verdict of this section on `stat` (applied 2026-11-27, after the
+    data, on a review: the plan has no fragility rule): FRAGILE when shifting the comparisons a verdict reads, each by
+    at most delta nats, changes it (claims.fragile_lines, with (b)'s and (c)'s own rules). delta: {opt: {stat: nats}},
+    section 5's for the original optimizer (twice one measured paired difference's error; early400 takes the whole
+    split's, as early does); (c) ran under Tiger's rule and takes Tiger's."""
+    cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
+    d = {opt: delta[opt]["start" if stat == "start" else "early"] for opt in NAMES}
+    out = [(f"(a) {opt}", fragile_lines("control", verdict_a(cs, opt, stat), d[opt])) for opt in NAMES]
+    for opt in NAMES:
+        v = verdict_b(cs, opt, picks[opt]["lr"], stat)
+        rows = [v["rows"]["M"]] + [v["rows"][k] for k in ("O",) if k in v["rows"] and v["rows"][k] is not v["rows"]["M"]]
+        out.append((f"(b) {opt}'s twin", fragile_lines("b", dict(verdict=v["verdict"], rows=rows), d[opt],
+                                                      rule=lambda rs: two_way(rs[0], rs[-1], B_WORDS))))
+    v = verdict_c(cs, stat)
+    rows = [dict(v["E"], a="E", b="0"), dict(v["B"], a="B", b="0")]
+    out.append(("(c) the 2 x 2", fragile_lines("c", dict(verdict=v["verdict"], rows=rows), d["tiger"],
+                                               rule=lambda rs: two_way(rs[0], rs[1], C_WORDS))))
+    return [f"  {name:18} {line}" for name, line in out if line]
 
 
 def after_lines(new_runs, committed_runs):

@@ -380,13 +380,15 @@ def _crossings(row, s):
     return [(label, end, bar) for _, label, end, bar in sorted(out, reverse=True)]
 
 
-def verdict_flip(name, claim, radius=None):
+def verdict_flip(name, claim, radius=None, rule=None):
     """The smallest shift that changes claim `name`'s verdict (`claim` one value of all_claims, or dict(verdict,
     rows=[one compare row]) for a single comparison): each comparison the verdict reads may move by its own shift
     (every seed's difference by the same amount, so its mean and intervals move together); the distance is the
-    largest of those shifts. Returns dict(distance, to, moves=[(row, shift, crossings)]) with the fewest comparisons
-    moved, or None when no shift within `radius` (default: any) changes the verdict. PENDING verdicts: None."""
+    largest of those shifts. `rule`: a verdict's own rule, rows -> verdict, for one that none of this module's gives
+    (cause.py's). Returns dict(distance, to, moves=[(row, shift, crossings)]) with the fewest comparisons moved, or
+    None when no shift within `radius` (default: any) changes the verdict. PENDING verdicts: None."""
     kind = _kind(name, claim)
+    verdict_of = rule or (lambda rows: _verdict_of(kind, rows))
     rows = claim["rows"] + ([claim["slow"]] if kind == "control" else [])
     if claim["verdict"] == "PENDING" or not rows or any(r.get("ci90") is None for r in rows):
         return None
@@ -409,7 +411,7 @@ def verdict_flip(name, claim, radius=None):
         for combo in itertools.product(*([o for o in opts if abs(o[0]) <= level] for opts in options)):
             if max(abs(s) for s, _ in combo) < level or (found and sum(s != 0 for s, _ in combo) >= len(found["moves"])):
                 continue
-            to = _verdict_of(kind, [m for _, m in combo])
+            to = verdict_of([m for _, m in combo])
             if to != claim["verdict"]:
                 found = dict(distance=level, to=to, moves=[(r, s, _crossings(r, s)) for r, (s, _) in zip(rows, combo) if s])
         if found:
@@ -417,16 +419,16 @@ def verdict_flip(name, claim, radius=None):
     return None
 
 
-def fragile_lines(name, claim, delta):
+def fragile_lines(name, claim, delta, rule=None):
     """The fragility rule applied to one verdict: FRAGILE when a shift of at most `delta` nats in the comparisons
-    it reads changes it (verdict_flip), else robust; either way the smallest shift that would. One line, or None for
-    a PENDING verdict."""
+    it reads changes it (verdict_flip, with `rule` where the verdict has its own), else robust; either way the smallest
+    shift that would. One line, or None for a PENDING verdict."""
     if claim["verdict"] == "PENDING":
         return None
     bad = [r for r in claim["rows"] + [claim.get("slow") or {}] if r.get("word", "").startswith("invalid")]
     if bad:
         return f"no reading: {bad[0]['a']} - {bad[0]['b']} is {bad[0]['word']}"
-    f = verdict_flip(name, claim)
+    f = verdict_flip(name, claim, rule=rule)
     if f is None:
         return f"robust: no shift of its comparisons changes {claim['verdict']}"
     how = "; ".join(f"{r['a']} - {r['b']} by {s:+.4f} ({c[0][0]} end {c[0][1]:+.4f} past {c[0][2]:+g})"

@@ -170,6 +170,27 @@ def test_the_answer_names_the_cause_the_pre_registration_gives_each_outcome_with
     assert "(start, paired over 3 seeds" in text
 
 
+def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_delta_of_the_margin():
+    """Section 5's rule on this section's verdicts: (c) says 'the embedding's relativity carries the lag' because B's
+    90% interval ends below the margin; shifting B up by (margin - that end) makes B lag too, so the verdict is FRAGILE
+    exactly when that distance is at most delta. A verdict far from every bar stays robust."""
+    gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.0, "twin lamb": 0.4, "c embedding": 0.4, "c body": 0.0,
+                                        "a tiger": 0.4})
+    new, committed = world(gaps, noise=0.002, rng=np.random.default_rng(3), raw=True)
+    new += sweeps(PICK_3E3)
+    v = cause.verdict_c(cause.cells(new, committed))
+    assert v["verdict"] == "the embedding's relativity carries the lag"
+    distance = MARGIN - v["B"]["ci90"][1]
+    near = {o: dict(start=distance + 0.001, early=0.01) for o in ("tiger", "lamb")}
+    far = {o: dict(start=distance - 0.001, early=0.01) for o in ("tiger", "lamb")}
+    (line,) = [l for l in cause.fragility_lines(new, committed, near) if "(c)" in l]
+    assert "FRAGILE: the embedding's relativity carries the lag -> both" in line and f"{distance:.4f}" in line, line
+    (line,) = [l for l in cause.fragility_lines(new, committed, far) if "(c)" in l]
+    assert "robust" in line, line
+    (line,) = [l for l in cause.fragility_lines(new, committed, near) if "(a) tiger" in l]
+    assert line.split()[2] == "robust:", line  # logn 0.2 behind shuffle_logn, 0.2 behind shuffle: far from every bar
+
+
 def test_the_after_data_lines_print_how_much_smaller_the_lag_is_at_a_twins_own_lr_and_how_near_its_sweep_came():
     gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "twin tiger O": 0.1, "twin lamb O": 0.1})
     new, committed = world(gaps, raw=True)
