@@ -320,6 +320,10 @@ MEANING = {"relativity decides": "the step's relativity",
            "relativity is not needed": "a cause other than the step's relativity (H_S or H_C)",
            "depends on the lr": "the step's size, not its relativity (H_S)"}
 NAMES = dict(tiger="Tiger", lamb="LAMB")
+# Where (c) puts the lag a relative step adds: the answer's plain clause when the twins find relativity not needed
+# (added 2026-11-27, after the data: the plan expected (c) to find "neither" there, and it did not)
+THROUGH = {"the embedding's relativity carries the lag": "through the embedding",
+           "the body's relativity carries the lag": "through the body", "both": "through the embedding and the body"}
 
 
 def _reading(v):
@@ -353,7 +357,9 @@ def differs(new_runs, committed_runs):
 
 def answer(new_runs, committed_runs, stat=PRIMARY):
     """The campaign's answer in one sentence a student can read: which cause the twins' verdicts support (MEANING; H_R
-    "as the lesson tells it" only when (c) also finds the embedding's relativity carrying the lag), and how strongly:
+    "as the lesson tells it" only when (c) also finds the embedding's relativity carrying the lag; where both twins
+    find relativity not needed but (c) finds a part, the part Tiger's matched twin removes and where (c) puts it,
+    THROUGH, added 2026-11-27 after the data), and how strongly:
     logn - ortho under each optimizer and under its twin (and at the twin's own lr), and the 2 x 2's effects, with 95%
     intervals over the seeds. 'Not answered yet' while any verdict of (b) or (c) is PENDING."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
@@ -367,6 +373,11 @@ def answer(new_runs, committed_runs, stat=PRIMARY):
         head = "The data do not decide the cause: " + "; ".join(
             f"{NAMES[o]}'s twin {'points to ' + r if r else 'gives no reading (' + b[o]['verdict'] + ')'}"
             for o, r in readings.items())
+    elif b["tiger"]["verdict"] == "relativity is not needed" and c["verdict"] in THROUGH:
+        r, g = b["tiger"]["removed"], original_gap(cs, "tiger", stat)
+        head = (f"The relative step is not needed for logn's lag, but under Tiger's rule it adds {_num(r)} of it "
+                f"({r['mean'] / g['mean']:.0%}), {THROUGH[c['verdict']]}, and the rest is there without it (the steps' "
+                f"small size or the rest of the configuration, H_S or H_C, not told apart)")
     elif b["tiger"]["verdict"] != "relativity decides":
         head = f"The data support {readings['tiger']}"
     elif c["verdict"] == "the embedding's relativity carries the lag":

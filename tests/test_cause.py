@@ -151,6 +151,10 @@ def test_the_answer_waits_until_every_verdict_of_the_twins_and_the_two_by_two_is
     # logn lags under both twins at the lr both sweeps pick: not the relativity
     (dict(tiger=0.3, lamb=0.3, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.3, "c body": 0.3}),
      PICK_3E3, "The data support a cause other than the step's relativity (H_S or H_C)"),
+    # ... but the 2 x 2 finds a part through the embedding: the answer says the part Tiger's twin removes, and where
+    (dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.4, "c body": 0.3}),
+     PICK_3E3, "The relative step is not needed for logn's lag, but under Tiger's rule it adds +0.10 nats [.*] of it "
+               "(; .*%), through the embedding, and the rest is there without it"),
     # the twins disagree: no cause is named
     (dict(tiger=0.3, lamb=0.3, **{"twin tiger": -0.1, "twin lamb": 0.3, "c embedding": 0.3, "c body": -0.1}),
      PICK_3E3, "The data do not decide the cause: Tiger's twin points to the step's relativity; "
@@ -311,3 +315,23 @@ def test_every_committed_cause_run_was_made_at_the_preregistered_commit_and_says
     assert on_gpu <= {"sweep tiger-twin", "sweep lamb-twin"}
     assert {r["git_commit"] for r in cause.load_runs(cause.DEVICE_CHECK)} == {cause.PREREGISTERED_AT}
     assert cause.where_lines(new, committed)[2].endswith("the twins' sweeps made there are used")
+
+
+@pytest.mark.reports
+def test_the_committed_cause_verdicts_fragility_under_section_5s_rule():
+    """Appendix B section 11 (the rule applied 2026-11-27, after the data): only (c)'s verdict is FRAGILE, on both
+    statistics, by the shift of the body's effect the prose quotes (0.0215; 0.0221 over steps 100-400). Pinned so the
+    prose fails when the data or the rule change."""
+    import claims
+    import plans
+    import records
+    runs = records.load_runs(records.committed_path("optim"))
+    by = plans.settings("optim", runs)
+    one = next(r for r in runs if "val_windows_last" in r)
+    delta = {o: claims.fragile_delta(by[o], len(one["val_windows_last"]), one["config"]["dense_val_windows"])[0]
+             for o in ("tiger", "lamb")}
+    new, committed = cause.load()
+    for stat, shift in ((cause.PRIMARY, "0.0215"), (cause.SECONDARY, "0.0221")):
+        lines = cause.fragility_lines(new, committed, delta, stat)
+        assert len(lines) == 5 and [l for l in lines if "FRAGILE" in l] == [l for l in lines if "(c)" in l], lines
+        assert f"-> both with a shift of {shift}" in lines[-1] and "B - 0" in lines[-1], lines[-1]
