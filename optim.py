@@ -29,9 +29,9 @@ what the ABSOLUTE TWINS below test (lessons/cause.py):
                      matrix only; the rest takes the twin's frozen-scale step.
 
 train.py clips the gradient's global norm to grad_clip (1.0 by default) before EVERY optimizer's step, Tiger's and
-LAMB's included (the grad_norm logged every tenth step is mostly in the tens and never below 4.5 in the committed Tiger
-and LAMB runs, so the clip is active at every logged step); neither reference clips. Tiger's sign does not see the
-gradient's scale, but its momentum then averages unit-norm gradients.
+LAMB's included (the grad_norm logged every tenth step is mostly in the tens and never below 2.7 in the committed Tiger
+and LAMB runs, the GPU sweeps included, so the clip is active at every logged step); neither reference clips. Tiger's
+sign does not see the gradient's scale, but its momentum then averages unit-norm gradients.
 
 Both relative optimizers are written here (about 20 lines each) rather than taken from a library:
 - Tiger's reference is TensorFlow; no maintained PyTorch package implements its per-row rule for embeddings.
@@ -135,7 +135,7 @@ class Lamb(torch.optim.Optimizer):
     parameter groups set it per tensor (train.py: matrices 0.01, vectors 0). The trust ratio applies to every
     tensor, the norms' gains included, as Algorithm 2 is printed; BERT's TensorFlow LAMB instead exempts LayerNorm
     and bias variables from it (exclude_from_layer_adaptation), so there they take Adam's absolute step. For the
-    tied head the final norm's gain is the other factor of the logit scale (lesson 05), so the choice matters.
+    tied head the final norm's gain is the other factor of the logit scale (appendix B), so the choice matters.
     The trust ratio bounds each TENSOR's change; one row of E can grow or turn by more than lr_t of its own size.
     Added to Algorithm 2: train.py clips the gradient norm before the step (see the module docstring).
 
@@ -191,7 +191,7 @@ def frozen_scale(state, p, scale=None):
 
 
 # Under Tiger the residual branches start at N(0, TIGER_RESIDUAL_STD^2) instead of exactly 0 (train.Config); small
-# enough that a fresh model's first loss stays within 1% of the 2-gram prediction at d = 768 (measured: lesson 05)
+# enough that a fresh model's first loss stays within 1% of the 2-gram prediction at d = 768 (measured: appendix B)
 TIGER_RESIDUAL_STD = 1e-4
 
 

@@ -1,5 +1,5 @@
 """
-Why the optimizer decides (appendix B section 11, issue 33): the cause campaign's verdicts and report, from runs that
+Why the optimizer's configuration decides (appendix B section 11, issue 33): the cause campaign's verdicts and report, from runs that
 change one thing each (reproduce.py's 'cause' plan, lessons/plans.py). Its plan, the predictions of each hypothesis
 and the verdict rules were fixed before any of its runs: lessons/preregistrations/cause.md.
 """

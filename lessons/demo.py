@@ -1,5 +1,5 @@
 """
-The finding, live: does ln(n)/d converge slowest? The optimizer decides.
+The finding, live: does ln(n)/d converge slowest? The optimizer's configuration decides.
 
     python lessons/demo.py                       # the default demo (its measured time: README.md)
     python lessons/demo.py --seeds=1,2,3,4,5     # more seeds: a tighter interval, a longer wait
