@@ -596,12 +596,18 @@ def restore_signals(handlers):
         signal.signal(sig, h)
 
 
+def in_notebook():
+    """True when IPython is running a shell here (a notebook). Merely imported, as a test run that executed
+    notebooks leaves it, it is not one."""
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None
+
+
 def progress_bar(c, step, show, log):
     """(bar, say, plain). The bar redraws one line with carriage returns: right for a terminal or a notebook,
     unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line
     instead (plain=True). say() prints a line without breaking the bar."""
-    ipython = sys.modules.get("IPython")  # a notebook: IPython is running a shell (merely imported, it is not one)
-    interactive = sys.stdout.isatty() or (ipython is not None and ipython.get_ipython() is not None)
+    interactive = sys.stdout.isatty() or in_notebook()
     bar = tqdm(total=c.max_iters, initial=step, disable=not (show and interactive), dynamic_ncols=True)
     return bar, (bar.write if not bar.disable else log), show and bar.disable
 

@@ -80,6 +80,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
+from runtime import in_notebook  # noqa: E402
 from tiedgpt import flag  # noqa: E402
 from train import Config, TrainingError, convert, load_data, setup_device, train  # noqa: E402
 from train import parse_args as train_parse_args  # noqa: E402
@@ -559,7 +560,7 @@ def main(argv, log=print):
         + (f" in {workers} processes of 1 thread" if workers > 1 else f" with {threads} thread(s)")
         + (f"; {reused} finished runs reused from {runs_dir}" if reused else ""))
     # the bar redraws one line: right for a terminal or a notebook; a log file gets one line per finished run instead
-    interactive = sys.stderr.isatty() or "ipykernel" in sys.modules
+    interactive = sys.stderr.isatty() or in_notebook()
     bar = tqdm(total=sum(c.max_iters for _, c in jobs), unit="step", desc="demo", dynamic_ncols=True,
                disable=not (jobs and interactive))
     try:

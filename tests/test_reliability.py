@@ -6,7 +6,6 @@ line without a new Python each time), so the whole file takes seconds of CPU."""
 import json
 import math
 import os
-import sys
 
 import pytest
 import torch
@@ -22,15 +21,9 @@ def quiet(*_):
 
 
 def cli(args, capsys):
-    """train.py's command line, in this process: (exit code, stderr). As from a shell: not in a notebook, whatever
-    this process has imported (the lesson tests' kernels import ipykernel, which turns on the progress bar)."""
+    """train.py's command line, in this process: (exit code, stderr)."""
     capsys.readouterr()
-    kernel = sys.modules.pop("ipykernel", None)
-    try:
-        code = T.main([*TINY, *args])
-    finally:
-        if kernel is not None:
-            sys.modules["ipykernel"] = kernel
+    code = T.main([*TINY, *args])
     return code, capsys.readouterr().err
 
 
