@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from claims import control_verdict, fragile_lines, two_way
+from claims import control_verdict, fragile_lines, two_way, verdict_flip
 from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, pick_lr, plan, twin_lrs
 from records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
 from stats import MARGIN, compare
@@ -355,13 +355,15 @@ def differs(new_runs, committed_runs):
             for k in p if p[k] != q[k] and "PENDING" not in (p[k], q[k])]
 
 
-def answer(new_runs, committed_runs, stat=PRIMARY):
+def answer(new_runs, committed_runs, stat=PRIMARY, delta=None):
     """The campaign's answer in one sentence a student can read: which cause the twins' verdicts support (MEANING; H_R
     "as the lesson tells it" only when (c) also finds the embedding's relativity carrying the lag; where both twins
     find relativity not needed but (c) finds a part, the part Tiger's matched twin removes and where (c) puts it,
     THROUGH, added 2026-11-27 after the data), and how strongly:
     logn - ortho under each optimizer and under its twin (and at the twin's own lr), and the 2 x 2's effects, with 95%
-    intervals over the seeds. 'Not answered yet' while any verdict of (b) or (c) is PENDING."""
+    intervals over the seeds. 'Not answered yet' while any verdict of (b) or (c) is PENDING.
+    delta (as fragility_lines takes it; added 2026-11-27, after the data, on a review): where the sentence says where
+    (c) puts the part and section 5's rule marks (c)'s verdict FRAGILE, it says so, with the shift that would change it."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
     b = {o: verdict_b(cs, o, picks[o]["lr"], stat) for o in NAMES}
     c = verdict_c(cs, stat)
@@ -375,9 +377,12 @@ def answer(new_runs, committed_runs, stat=PRIMARY):
             for o, r in readings.items())
     elif b["tiger"]["verdict"] == "relativity is not needed" and c["verdict"] in THROUGH:
         r, g = b["tiger"]["removed"], original_gap(cs, "tiger", stat)
+        f = verdict_flip("c", _as_claim_c(c), rule=_rule_c) if delta is not None else None
+        fragile = (f" (FRAGILE: a shift of {f['distance']:.4f} nats would make (c)'s verdict '{f['to']}')"
+                   if f and f["distance"] <= delta["tiger"]["start" if stat == "start" else "early"] else "")
         head = (f"The relative step is not needed for logn's lag, but under Tiger's rule it adds {_num(r)} of it "
-                f"({r['mean'] / g['mean']:.0%}), {THROUGH[c['verdict']]}, and the rest is there without it (the steps' "
-                f"small size or the rest of the configuration, H_S or H_C, not told apart)")
+                f"({r['mean'] / g['mean']:.0%}), {THROUGH[c['verdict']]}{fragile}, and the rest is there without it "
+                f"(the steps' small size or the rest of the configuration, H_S or H_C, not told apart)")
     elif b["tiger"]["verdict"] != "relativity decides":
         head = f"The data support {readings['tiger']}"
     elif c["verdict"] == "the embedding's relativity carries the lag":
@@ -415,11 +420,18 @@ def fragility_lines(new_runs, committed_runs, delta, stat=PRIMARY):
         rows = [v["rows"]["M"]] + [v["rows"][k] for k in ("O",) if k in v["rows"] and v["rows"][k] is not v["rows"]["M"]]
         out.append((f"(b) {opt}'s twin", fragile_lines("b", dict(verdict=v["verdict"], rows=rows), d[opt],
                                                       rule=lambda rs: two_way(rs[0], rs[-1], B_WORDS))))
-    v = verdict_c(cs, stat)
-    rows = [dict(v["E"], a="E", b="0"), dict(v["B"], a="B", b="0")]
-    out.append(("(c) the 2 x 2", fragile_lines("c", dict(verdict=v["verdict"], rows=rows), d["tiger"],
-                                               rule=lambda rs: two_way(rs[0], rs[1], C_WORDS))))
+    out.append(("(c) the 2 x 2", fragile_lines("c", _as_claim_c(verdict_c(cs, stat)), d["tiger"], rule=_rule_c)))
     return [f"  {name:18} {line}" for name, line in out if line]
+
+
+def _rule_c(rows):
+    """(c)'s verdict from its two rows, E and B (verdict_c's rule, for the fragility rule to re-apply)."""
+    return two_way(rows[0], rows[1], C_WORDS)
+
+
+def _as_claim_c(v):
+    """(c)'s verdict as the fragility rule reads a claim: its verdict and the two rows it is made from, E and B."""
+    return dict(verdict=v["verdict"], rows=[dict(v["E"], a="E", b="0"), dict(v["B"], a="B", b="0")])
 
 
 def after_lines(new_runs, committed_runs):

@@ -195,6 +195,23 @@ def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_del
     assert line.split()[2] == "robust:", line  # logn 0.2 behind shuffle_logn, 0.2 behind shuffle: far from every bar
 
 
+def test_the_answer_marks_where_it_puts_the_part_fragile_exactly_when_the_fragility_rule_marks_the_two_by_two():
+    """The answer says where (c) puts the part the relative step adds; when section 5's rule marks (c)'s verdict
+    FRAGILE (B's 90% end within delta of the margin), the sentence says so with the shift, and only then."""
+    gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.4, "c body": 0.3})
+    new, committed = world(gaps, noise=0.002, rng=np.random.default_rng(3), raw=True)
+    new += sweeps(PICK_3E3)
+    v = cause.verdict_c(cause.cells(new, committed))
+    assert v["verdict"] == "the embedding's relativity carries the lag"
+    distance = MARGIN - v["B"]["ci90"][1]
+    near = {o: dict(start=distance + 0.001, early=0.01) for o in ("tiger", "lamb")}
+    far = {o: dict(start=distance - 0.001, early=0.01) for o in ("tiger", "lamb")}
+    mark = f"through the embedding (FRAGILE: a shift of {distance:.4f} nats would make (c)'s verdict 'both'), and"
+    assert mark in cause.answer(new, committed, delta=near)
+    for text in (cause.answer(new, committed, delta=far), cause.answer(new, committed)):
+        assert "through the embedding, and the rest" in text and "FRAGILE" not in text, text
+
+
 def test_the_after_data_lines_print_how_much_smaller_the_lag_is_at_a_twins_own_lr_and_how_near_its_sweep_came():
     gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "twin tiger O": 0.1, "twin lamb O": 0.1})
     new, committed = world(gaps, raw=True)
@@ -335,3 +352,5 @@ def test_the_committed_cause_verdicts_fragility_under_section_5s_rule():
         lines = cause.fragility_lines(new, committed, delta, stat)
         assert len(lines) == 5 and [l for l in lines if "FRAGILE" in l] == [l for l in lines if "(c)" in l], lines
         assert f"-> both with a shift of {shift}" in lines[-1] and "B - 0" in lines[-1], lines[-1]
+    assert ("through the embedding (FRAGILE: a shift of 0.0215 nats would make (c)'s verdict 'both')"
+            in cause.answer(new, committed, delta=delta))
