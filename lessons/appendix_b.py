@@ -447,17 +447,20 @@ def branch_expectations(branches, turn):
 
 
 def branch_lines(branches, turn):
-    """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, and the
-    logged steps where the ratio first exceeds 1 and where it is largest (descriptive: no expectation rests on them)."""
+    """The printout of B1, B2 and C, then logn's branch_ratio and self_logit per optimizer at BRANCH_STEPS, the
+    logged steps where the ratio first exceeds 1 and where it is largest, and where the self_logit first falls below 7
+    (descriptive: no expectation rests on them; the last added 2026-11-27 so that the reading's steps are printed)."""
     lines = [f"{n} {EXPECTED[ok]}: {found}" for n, ok, found in branch_expectations(branches, turn)]
     for o, by in branches.items():
         b, z = logged(by["logn"], "branch_ratio"), logged(by["logn"], "self_logit")
         cross = next((s for s in sorted(b) if b[s] > 1), None)
         peak = max(b, key=b.get)
+        low = next((s for s in sorted(z) if z[s] < 7), None)
         lines.append(f"  {o:5} logn at steps {', '.join(map(str, BRANCH_STEPS))}: branch_ratio "
                      + ", ".join(f"{b[s]:.2f}" for s in BRANCH_STEPS) + "; self_logit "
                      + ", ".join(f"{z[s]:.2f}" for s in BRANCH_STEPS)
-                     + f"; the ratio first above 1 at step {cross}, largest at step {peak} ({b[peak]:.2f})")
+                     + f"; the ratio first above 1 at step {cross}, largest at step {peak} ({b[peak]:.2f}); "
+                     f"the self_logit first below 7 at step {low}")
     return lines
 
 

@@ -570,6 +570,9 @@ def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
     first = {o: next(s for s in sorted(b[o]) if b[o][s] > 1) for o in b}
     assert first == dict(adamw=10, tiger=70, lamb=60)
     assert first == {o: next(s for s in sorted(z[o]) if z[o][s] < 7) for o in z}  # "fell below 7 at that step"
+    for o, s in first.items():  # ... and the notebook prints both steps, so the reading's numbers are not typed in
+        (line,) = [l for l in B.branch_lines(branches, turn) if l.split()[0] == o]
+        assert f"the ratio first above 1 at step {s}," in line and line.endswith(f"the self_logit first below 7 at step {s}")
     for o in ("tiger", "lamb"):
         peak = max(b[o], key=b[o].get)
         assert 90 <= peak <= 130 and 3 <= b[o][190] <= 4.1 and z[o][190] > z[o][peak] + 2  # peaks, falls back; climbs
