@@ -178,8 +178,10 @@ def progress_lines(new_runs):
             f"made at commit(s) {', '.join(commits) or '-'}; pre-registered at {PREREGISTERED_AT[:7]}"]
 
 
-def report_lines(new_runs, committed_runs, stat=PRIMARY):
-    """Every verdict of the plan on `stat`, each with the rows it rests on; PENDING where runs are missing."""
+def report_lines(new_runs, committed_runs, stat=PRIMARY, fragile=()):
+    """Every verdict of the plan on `stat`, each with the rows it rests on; PENDING where runs are missing. A part in
+    `fragile` (fragile_parts) gets '(FRAGILE)' after its verdict."""
+    mark = lambda part: " (FRAGILE)" if part in fragile else ""  # noqa: E731
     out = []
     for r in check_r(new_runs, committed_runs):
         out.append(f"check R: {r['id']} re-made, largest |diff| over {r['steps']} evaluations {r['max_abs_diff']:.2g} "
@@ -187,20 +189,21 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY):
     cs = cells(new_runs, committed_runs)
     for opt in ("tiger", "lamb"):
         v = verdict_a(cs, opt, stat)
-        out.append(f"(a) {opt}: {v['verdict']}" + "".join(f"; {_fmt(r)}" for r in v["rows"])
+        out.append(f"(a) {opt}: {v['verdict']}{mark(f'(a) {opt}')}" + "".join(f"; {_fmt(r)}" for r in v["rows"])
                    + (f"; the rule's gate {_fmt(v['slow'])}" if v.get("slow") else ""))
     picks = twin_lrs(new_runs)
     for opt in ("tiger", "lamb"):
         v = verdict_b(cs, opt, picks[opt]["lr"], stat)
         own = "sweep pending" if v["picked_lr"] is None else f"own lr {v['picked_lr']:g}"
-        out.append(f"(b) {opt}'s twin ({own}): {v['verdict']}; at 3e-3 {_fmt(v['rows']['M'])}"
+        part = f"(b) {opt}'s twin"
+        out.append(f"{part} ({own}): {v['verdict']}{mark(part)}; at 3e-3 {_fmt(v['rows']['M'])}"
                    + (f"; at {v['picked_lr']:g} {_fmt(v['rows']['O'])}" if "O" in v["rows"] and v["picked_lr"] != MATCHED_LR
                       else ""))
         orig = original_gap(cs, opt, stat)
         out.append(f"    under {opt} itself {_fmt(orig)}; lag the twin removes: {_fmt(v['removed'])}; under the twin "
                    f"{_fmt(v['self_logit'])}")
     v = verdict_c(cs, stat)
-    out.append(f"(c) tiger 2 x 2: {v['verdict']}; embedding effect {_fmt(dict(v['E'], a='E', b='0'))}; "
+    out.append(f"(c) tiger 2 x 2: {v['verdict']}{mark('(c) the 2 x 2')}; embedding effect {_fmt(dict(v['E'], a='E', b='0'))}; "
                f"body effect {_fmt(dict(v['B'], a='B', b='0'))}")
     if v["verdict"] != "PENDING":  # the pre-registered descriptive shares of the lag relativity adds, G_all - G_none
         t = v["total"]["mean"]
@@ -278,13 +281,16 @@ PREDICTIONS = {  # the docstring's, one line per part: what each hypothesis expe
 }
 
 
-def side_by_side(new_runs, committed_runs, stat=PRIMARY):
-    """The predictions of each hypothesis beside the verdict the rules give (PENDING until the runs are in)."""
+def side_by_side(new_runs, committed_runs, stat=PRIMARY, fragile=()):
+    """The predictions of each hypothesis beside the verdict the rules give (PENDING until the runs are in); a part in
+    `fragile` (fragile_parts) marked '(FRAGILE)'."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
-    got = {"(a) self-logit without P": " / ".join(f"{o}: {verdict_a(cs, o, stat)['verdict']}" for o in ("tiger", "lamb")),
-           "(b) Tiger's twin": verdict_b(cs, "tiger", picks["tiger"]["lr"], stat)["verdict"],
-           "(b) LAMB's twin": verdict_b(cs, "lamb", picks["lamb"]["lr"], stat)["verdict"],
-           "(c) Tiger 2 x 2": verdict_c(cs, stat)["verdict"]}
+    mark = lambda part: " (FRAGILE)" if part in fragile else ""  # noqa: E731
+    got = {"(a) self-logit without P": " / ".join(f"{o}: {verdict_a(cs, o, stat)['verdict']}{mark(f'(a) {o}')}"
+                                                  for o in ("tiger", "lamb")),
+           "(b) Tiger's twin": verdict_b(cs, "tiger", picks["tiger"]["lr"], stat)["verdict"] + mark("(b) tiger's twin"),
+           "(b) LAMB's twin": verdict_b(cs, "lamb", picks["lamb"]["lr"], stat)["verdict"] + mark("(b) lamb's twin"),
+           "(c) Tiger 2 x 2": verdict_c(cs, stat)["verdict"] + mark("(c) the 2 x 2")}
     return [f"{part}: verdict {got[part]} | H_R expects {p['H_R']}; H_S {p['H_S']}; H_C {p['H_C']}"
             for part, p in PREDICTIONS.items()]
 
@@ -406,12 +412,12 @@ def answer(new_runs, committed_runs, stat=PRIMARY, delta=None):
             f"95% intervals" + ("; the secondary statistic differs, see the flags" if flag else "") + ").")
 
 
-def fragility_lines(new_runs, committed_runs, delta, stat=PRIMARY):
+def _fragility(new_runs, committed_runs, delta, stat=PRIMARY):
     """Appendix B section 5's fragility rule on every verdict of this section on `stat` (applied 2026-11-27, after the
     data, on a review: the plan has no fragility rule): FRAGILE when shifting the comparisons a verdict reads, each by
     at most delta nats, changes it (claims.fragile_lines, with (b)'s and (c)'s own rules). delta: {opt: {stat: nats}},
     section 5's for the original optimizer (twice one measured paired difference's error; early400 takes the whole
-    split's, as early does); (c) ran under Tiger's rule and takes Tiger's."""
+    split's, as early does); (c) ran under Tiger's rule and takes Tiger's. [(part, 'FRAGILE: ...' or 'robust: ...')]."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
     d = {opt: delta[opt]["start" if stat == "start" else "early"] for opt in NAMES}
     out = [(f"(a) {opt}", fragile_lines("control", verdict_a(cs, opt, stat), d[opt])) for opt in NAMES]
@@ -421,7 +427,18 @@ def fragility_lines(new_runs, committed_runs, delta, stat=PRIMARY):
         out.append((f"(b) {opt}'s twin", fragile_lines("b", dict(verdict=v["verdict"], rows=rows), d[opt],
                                                       rule=lambda rs: two_way(rs[0], rs[-1], B_WORDS))))
     out.append(("(c) the 2 x 2", fragile_lines("c", _as_claim_c(verdict_c(cs, stat)), d["tiger"], rule=_rule_c)))
-    return [f"  {name:18} {line}" for name, line in out if line]
+    return [(name, line) for name, line in out if line]
+
+
+def fragility_lines(new_runs, committed_runs, delta, stat=PRIMARY):
+    """Section 5's fragility rule on every verdict of this section (_fragility), one printed line each."""
+    return [f"  {name:18} {line}" for name, line in _fragility(new_runs, committed_runs, delta, stat)]
+
+
+def fragile_parts(new_runs, committed_runs, delta, stat=PRIMARY):
+    """The parts whose verdict on `stat` the fragility rule marks FRAGILE ('(a) tiger', "(b) lamb's twin", '(c) the 2
+    x 2'), for report_lines and side_by_side to mark on the verdict's own line (added 2026-11-27, on a review)."""
+    return {name for name, line in _fragility(new_runs, committed_runs, delta, stat) if line.startswith("FRAGILE")}
 
 
 def _rule_c(rows):

@@ -191,6 +191,12 @@ def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_del
     assert "FRAGILE: the embedding's relativity carries the lag -> both" in line and f"{distance:.4f}" in line, line
     (line,) = [l for l in cause.fragility_lines(new, committed, far) if "(c)" in l]
     assert "robust" in line, line
+    marked = cause.fragile_parts(new, committed, near)   # ... and the verdict's own lines carry the mark
+    assert marked == {"(c) the 2 x 2"} and cause.fragile_parts(new, committed, far) == set()
+    assert [l for l in cause.report_lines(new, committed, fragile=marked) if "(FRAGILE)" in l] == [
+        l for l in cause.report_lines(new, committed, fragile=marked) if l.startswith("(c)")]
+    assert sum("(FRAGILE)" in l for l in cause.side_by_side(new, committed, fragile=marked)) == 1
+    assert not any("FRAGILE" in l for l in cause.report_lines(new, committed) + cause.side_by_side(new, committed))
     (line,) = [l for l in cause.fragility_lines(new, committed, near) if "(a) tiger" in l]
     assert line.split()[2] == "robust:", line  # logn 0.2 behind shuffle_logn, 0.2 behind shuffle: far from every bar
 
@@ -352,5 +358,6 @@ def test_the_committed_cause_verdicts_fragility_under_section_5s_rule():
         lines = cause.fragility_lines(new, committed, delta, stat)
         assert len(lines) == 5 and [l for l in lines if "FRAGILE" in l] == [l for l in lines if "(c)" in l], lines
         assert f"-> both with a shift of {shift}" in lines[-1] and "B - 0" in lines[-1], lines[-1]
+        assert cause.fragile_parts(new, committed, delta, stat) == {"(c) the 2 x 2"}
     assert ("through the embedding (FRAGILE: a shift of 0.0215 nats would make (c)'s verdict 'both')"
             in cause.answer(new, committed, delta=delta))
