@@ -178,10 +178,20 @@ def progress_lines(new_runs):
             f"made at commit(s) {', '.join(commits) or '-'}; pre-registered at {PREREGISTERED_AT[:7]}"]
 
 
+def _mark(part, fragile):
+    """' (FRAGILE)' after the verdict of a part that fragile_parts names, else nothing."""
+    return " (FRAGILE)" if part in fragile else ""
+
+
+def _delta(delta, opt, stat):
+    """Section 5's delta for opt's verdicts on `stat`: start has its own; early400 takes the whole split's (early)."""
+    return delta[opt]["start" if stat == "start" else "early"]
+
+
 def report_lines(new_runs, committed_runs, stat=PRIMARY, fragile=()):
     """Every verdict of the plan on `stat`, each with the rows it rests on; PENDING where runs are missing. A part in
     `fragile` (fragile_parts) gets '(FRAGILE)' after its verdict."""
-    mark = lambda part: " (FRAGILE)" if part in fragile else ""  # noqa: E731
+    mark = lambda part: _mark(part, fragile)  # noqa: E731
     out = []
     for r in check_r(new_runs, committed_runs):
         out.append(f"check R: {r['id']} re-made, largest |diff| over {r['steps']} evaluations {r['max_abs_diff']:.2g} "
@@ -285,7 +295,7 @@ def side_by_side(new_runs, committed_runs, stat=PRIMARY, fragile=()):
     """The predictions of each hypothesis beside the verdict the rules give (PENDING until the runs are in); a part in
     `fragile` (fragile_parts) marked '(FRAGILE)'."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
-    mark = lambda part: " (FRAGILE)" if part in fragile else ""  # noqa: E731
+    mark = lambda part: _mark(part, fragile)  # noqa: E731
     got = {"(a) self-logit without P": " / ".join(f"{o}: {verdict_a(cs, o, stat)['verdict']}{mark(f'(a) {o}')}"
                                                   for o in ("tiger", "lamb")),
            "(b) Tiger's twin": verdict_b(cs, "tiger", picks["tiger"]["lr"], stat)["verdict"] + mark("(b) tiger's twin"),
@@ -385,7 +395,7 @@ def answer(new_runs, committed_runs, stat=PRIMARY, delta=None):
         r, g = b["tiger"]["removed"], original_gap(cs, "tiger", stat)
         f = verdict_flip("c", _as_claim_c(c), rule=_rule_c) if delta is not None else None
         fragile = (f" (FRAGILE: a shift of {f['distance']:.4f} nats would make (c)'s verdict '{f['to']}')"
-                   if f and f["distance"] <= delta["tiger"]["start" if stat == "start" else "early"] else "")
+                   if f and f["distance"] <= _delta(delta, "tiger", stat) else "")
         head = (f"The relative step is not needed for logn's lag, but under Tiger's rule it adds {_num(r)} of it "
                 f"({r['mean'] / g['mean']:.0%}), {THROUGH[c['verdict']]}{fragile}, and the rest is there without it "
                 f"(the steps' small size or the rest of the configuration, H_S or H_C, not told apart)")
@@ -419,7 +429,7 @@ def _fragility(new_runs, committed_runs, delta, stat=PRIMARY):
     section 5's for the original optimizer (twice one measured paired difference's error; early400 takes the whole
     split's, as early does); (c) ran under Tiger's rule and takes Tiger's. [(part, 'FRAGILE: ...' or 'robust: ...')]."""
     cs, picks = cells(new_runs, committed_runs), twin_lrs(new_runs)
-    d = {opt: delta[opt]["start" if stat == "start" else "early"] for opt in NAMES}
+    d = {opt: _delta(delta, opt, stat) for opt in NAMES}
     out = [(f"(a) {opt}", fragile_lines("control", verdict_a(cs, opt, stat), d[opt])) for opt in NAMES]
     for opt in NAMES:
         v = verdict_b(cs, opt, picks[opt]["lr"], stat)

@@ -174,12 +174,10 @@ def test_the_answer_names_the_cause_the_pre_registration_gives_each_outcome_with
     assert "(start, paired over 3 seeds" in text
 
 
-def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_delta_of_the_margin():
-    """Section 5's rule on this section's verdicts: (c) says 'the embedding's relativity carries the lag' because B's
-    90% interval ends below the margin; shifting B up by (margin - that end) makes B lag too, so the verdict is FRAGILE
-    exactly when that distance is at most delta. A verdict far from every bar stays robust."""
-    gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.0, "twin lamb": 0.4, "c embedding": 0.4, "c body": 0.0,
-                                        "a tiger": 0.4})
+def embedding_verdict_near_the_margin(gaps):
+    """A planted world where (c) finds 'the embedding's relativity carries the lag' with B's 90% interval ending
+    `distance` below the margin: (new, committed, distance, near, far), where the deltas `near` and `far` put that
+    distance just inside and just outside the fragility rule's reach."""
     new, committed = world(gaps, noise=0.002, rng=np.random.default_rng(3), raw=True)
     new += sweeps(PICK_3E3)
     v = cause.verdict_c(cause.cells(new, committed))
@@ -187,6 +185,16 @@ def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_del
     distance = MARGIN - v["B"]["ci90"][1]
     near = {o: dict(start=distance + 0.001, early=0.01) for o in ("tiger", "lamb")}
     far = {o: dict(start=distance - 0.001, early=0.01) for o in ("tiger", "lamb")}
+    return new, committed, distance, near, far
+
+
+def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_delta_of_the_margin():
+    """Section 5's rule on this section's verdicts: (c) says 'the embedding's relativity carries the lag' because B's
+    90% interval ends below the margin; shifting B up by (margin - that end) makes B lag too, so the verdict is FRAGILE
+    exactly when that distance is at most delta. A verdict far from every bar stays robust."""
+    new, committed, distance, near, far = embedding_verdict_near_the_margin(
+        dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.0, "twin lamb": 0.4, "c embedding": 0.4, "c body": 0.0,
+                                     "a tiger": 0.4}))
     (line,) = [l for l in cause.fragility_lines(new, committed, near) if "(c)" in l]
     assert "FRAGILE: the embedding's relativity carries the lag -> both" in line and f"{distance:.4f}" in line, line
     (line,) = [l for l in cause.fragility_lines(new, committed, far) if "(c)" in l]
@@ -204,14 +212,8 @@ def test_the_fragility_rule_marks_a_two_by_two_whose_body_effect_sits_within_del
 def test_the_answer_marks_where_it_puts_the_part_fragile_exactly_when_the_fragility_rule_marks_the_two_by_two():
     """The answer says where (c) puts the part the relative step adds; when section 5's rule marks (c)'s verdict
     FRAGILE (B's 90% end within delta of the margin), the sentence says so with the shift, and only then."""
-    gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.4, "c body": 0.3})
-    new, committed = world(gaps, noise=0.002, rng=np.random.default_rng(3), raw=True)
-    new += sweeps(PICK_3E3)
-    v = cause.verdict_c(cause.cells(new, committed))
-    assert v["verdict"] == "the embedding's relativity carries the lag"
-    distance = MARGIN - v["B"]["ci90"][1]
-    near = {o: dict(start=distance + 0.001, early=0.01) for o in ("tiger", "lamb")}
-    far = {o: dict(start=distance - 0.001, early=0.01) for o in ("tiger", "lamb")}
+    new, committed, distance, near, far = embedding_verdict_near_the_margin(
+        dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "c embedding": 0.4, "c body": 0.3}))
     mark = f"through the embedding (FRAGILE: a shift of {distance:.4f} nats would make (c)'s verdict 'both'), and"
     assert mark in cause.answer(new, committed, delta=near)
     for text in (cause.answer(new, committed, delta=far), cause.answer(new, committed)):
