@@ -15,7 +15,7 @@ The optimizers train.py can use (--optimizer=adamw|tiger|lamb), and why the choi
 Under a relative step a small init stays small for ~ 1 / lr steps, and the tied head's logit scale (~ d sigma)
 with it; under AdamW it does not. Appendix B measures what each optimizer does to the post's claims; whether the
 relativity itself is what matters (rather than the lr, decay, betas or clipping that come with each optimizer) is
-what the ABSOLUTE TWINS below test (lessons/cause.py):
+what the ABSOLUTE TWINS below test (research/cause.py):
 
     relative='none'  the same rule with each weight's RMS replaced by a scale FROZEN at the first step (the weight's
                      RMS then; for the token embedding 0.02, the sigma = 0.02 arms' init). Under Tiger's twin a

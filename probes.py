@@ -4,7 +4,7 @@ Probes: what the lessons measure of a model beyond its loss.
 A probe is a callable (model, step) -> dict. train.py merges each probe's dict into every logged metrics row, as
 minGPT's trainer calls its callbacks: `train(Config(...), probes=[my_probe])`. train.py always logs weight_stats,
 and with --log_rows=true also row_probe's fields (lesson 05: how the fresh tied model's 2-gram start is undone).
-window_losses is for the lessons' records of a finished run (lessons/reproduce.py).
+window_losses is for the lessons' records of a finished run (research/reproduce.py).
 """
 
 import math

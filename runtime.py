@@ -59,7 +59,7 @@ class TrainingError(RuntimeError):
 
 class Diverged(TrainingError):
     """The loss went non-finite at `step`. train() sets `history`: the metrics rows logged before it, so that a
-    caller that records runs (lessons/reproduce.py) can keep a diverged run as a result instead of losing it."""
+    caller that records runs (research/reproduce.py) can keep a diverged run as a result instead of losing it."""
 
     def __init__(self, message, step):
         super().__init__(message)

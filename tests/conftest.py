@@ -1,4 +1,4 @@
-"""Shared fixtures. The repository root goes on sys.path so tests import tiedgpt, train and data.prepare
+"""Shared fixtures. pytest.ini puts the repository root on the path, so tests import tiedgpt, train and data.prepare
 exactly as a student's script in the root would."""
 import os
 import sys
@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 import data.prepare as P  # noqa: E402
 from data.prepare import get_encoding  # noqa: E402

@@ -1,4 +1,4 @@
-"""lessons/stats.py, claims.py and appendix_a.py: the rules that turn the runs into words, tested on data where the
+"""research/stats.py, claims.py and appendix_a.py: the rules that turn the runs into words, tested on data where the
 truth is known.
 
 A rule that calls equal things "different" 30% of the time, or never finds a real difference, would make the
@@ -7,19 +7,17 @@ plus seed noise (how often do they cry wolf?) and with a planted difference (how
 """
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import appendix_a as A  # noqa: E402
-import claims as C  # noqa: E402
-import plans  # noqa: E402
-import records  # noqa: E402
-import stats as S  # noqa: E402
+from research import appendix_a as A
+from research import claims as C
+from research import plans
+from research import records
+from research import stats as S
 
 ARMS = ["tied", "logn", "untied", "ortho", "shuffle", "control"]
 DRAWS = 2000
@@ -133,7 +131,7 @@ def test_early_is_the_mean_over_the_first_half_without_step_zero():
 
 
 def test_d768_settings_share_the_logn_and_control_runs():
-    import reproduce
+    from research import reproduce
     runs = [dict(group=g, arm=a, head=o["head"], seed=o["seed"], history=[]) for g, a, o in reproduce.plan("d768")]
     s = plans.settings("d768", runs)
     for name in ("sigma=0.02", "sigma=d^-1/2"):
@@ -482,7 +480,7 @@ def test_appendix_a_marks_its_fragile_verdicts_with_the_one_rule_and_its_own_mea
     the setting's pairs that kept window losses (none of claim 1's or the control's did). Pinned: delta, and each
     verdict's label with the smallest shift that changes it, so the report's and docs/campaigns.md's words about them
     fail when the data or the rule change."""
-    import plans
+    from research import plans
     runs = records.load_runs(records.committed_path("d768"))
     windows = len(next(r for r in runs if "val_windows_last" in r)["val_windows_last"])
     said = {"sigma=0.02": (0.0111, {"1 logn slowest": (False, 0.0172), "1 with bert and channel": (True, 0.0107),

@@ -1,4 +1,4 @@
-"""lessons/appendix_b.py and plans.py's 'optim' plan: the campaign's two decisions (check B: may it run in bf16?
+"""research/appendix_b.py and plans.py's 'optim' plan: the campaign's two decisions (check B: may it run in bf16?
 sweep S: which learning rate?) follow their pre-registered rules, and the plan grows only as they are made.
 
 Every "run" here is a dict shaped like reproduce.py's records; nothing is trained."""
@@ -7,20 +7,18 @@ import dataclasses
 import math
 import os
 import re
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT, corpus_n, prepared_corpus
 
-sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import appendix_b as B  # noqa: E402
-import claims as C  # noqa: E402
-import plans  # noqa: E402
-import records  # noqa: E402
-import reproduce as R  # noqa: E402
-import stats as S  # noqa: E402
+from research import appendix_b as B
+from research import claims as C
+from research import plans
+from research import records
+from research import reproduce as R
+from research import stats as S
 
 
 def record(group, arm, overrides, best=5.0, vals=None, subset=None):
@@ -580,7 +578,7 @@ def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
 
 
 def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
-    """Appendix B section 5 labels every verdict with the one fragility rule (lessons/preregistrations/appendix_a.md: added 2026-11-26,
+    """Appendix B section 5 labels every verdict with the one fragility rule (research/preregistrations/appendix_a.md: added 2026-11-26,
     after the data): FRAGILE when shifts of at most twice one measurement's error (whole split: Tiger 0.0230, LAMB
     0.0231; never below 0.005) in the comparisons it reads change it. Pinned here with the shift each verdict needs, so
     that the prose about them (the control's verdicts by a hair; LAMB claim 4 just inside; Tiger claim 2 just outside;

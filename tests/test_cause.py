@@ -1,17 +1,15 @@
-"""lessons/cause.py's rules, tested on planted data before its runs are read: each verdict says what was planted,
+"""research/cause.py's rules, tested on planted data before its runs are read: each verdict says what was planted,
 the verdict that would call relativity the cause almost never fires when it is not, and the pre-registered plan is
 the one reproduce.py runs."""
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import cause  # noqa: E402
-from stats import MARGIN  # noqa: E402
+from research import cause
+from research.stats import MARGIN
 
 
 def fake_run(group, arm, seed, level):
@@ -99,7 +97,7 @@ def test_check_r_compares_a_re_made_run_with_the_committed_one_step_by_step():
 
 
 def test_the_plan_runs_the_registered_arms_at_400_steps_of_the_1200_step_schedule():
-    import reproduce
+    from research import reproduce
     plan = reproduce.plan("cause", [])
     first = plan[0]
     assert first[0] == "ref tiger" and first[2]["max_iters"] == cause.STEPS and first[2]["lr_decay_iters"] == 1200
@@ -248,7 +246,7 @@ def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_o
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import figures
+    from research import figures
     planted = {"tiger": 0.3, "twin tiger": 0.1, "c body": 0.2, "a tiger": 0.2}
     new, committed = world(planted, raw=True)
     for r in new + committed:  # a sparse subset point after the dense phase, as the committed runs log
@@ -347,9 +345,9 @@ def test_the_committed_cause_verdicts_fragility_under_section_5s_rule():
     """Appendix B section 11 (the rule applied 2026-11-27, after the data): only (c)'s verdict is FRAGILE, on both
     statistics, by the shift of the body's effect the prose quotes (0.0215; 0.0221 over steps 100-400). Pinned so the
     prose fails when the data or the rule change."""
-    import claims
-    import plans
-    import records
+    from research import claims
+    from research import plans
+    from research import records
     runs = records.load_runs(records.committed_path("optim"))
     by = plans.settings("optim", runs)
     one = next(r for r in runs if "val_windows_last" in r)

@@ -1,4 +1,4 @@
-"""lessons/demo.py, the finding live: it runs end to end (tiny), keeps finished runs through Ctrl-C, refuses bad flags
+"""demo.py, the finding live: it runs end to end (tiny), keeps finished runs through Ctrl-C, refuses bad flags
 in one line, words its verdict as the numbers say, and its committed result is what its defaults make."""
 import dataclasses
 import json
@@ -11,8 +11,7 @@ import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import demo as D  # noqa: E402
+import demo as D
 
 
 def tiny(out):
@@ -78,7 +77,7 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_da
 
 @pytest.mark.slow
 def test_a_bad_flag_gets_one_line_and_exit_code_2(capsys):
-    p = subprocess.run([sys.executable, "lessons/demo.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "demo.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "unknown flag --bogus" in p.stderr
     for bad in (["--seeds=1,x"], ["--steps=0"], ["--optimizers=sgd"], ["--steps=105"], ["--n_head=5"], ["seeds=1"],

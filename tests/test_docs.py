@@ -68,7 +68,7 @@ def test_the_readme_first_page_is_under_700_words_and_gives_the_commands_in_orde
     assert words <= 700, f"README's first page is {words} words; move detail to docs/"
     for heading in ("## What you will learn", "## The finding", "## Run it"):
         assert heading in page
-    commands = ["pip install -r requirements.txt", "jupyter lab lessons/", "python lessons/demo.py",
+    commands = ["pip install -r requirements.txt", "jupyter lab lessons/", "python demo.py",
                 "python train.py --head=ortho", "pytest"]
     block = re.search(r"## Run it\s+```bash\n(.*?)```", page, re.S).group(1)
     firsts = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
@@ -82,9 +82,9 @@ def _val(record, step):
 @pytest.mark.reports
 def test_the_readme_table_of_findings_is_what_the_committed_runs_give():
     """logn - ortho, whole-split val loss at steps 100 and 400, mean over the 3 paired seeds, per optimizer: recomputed
-    from lessons/data/repro_optim and compared with the README's table, sign and two decimals."""
+    from research/runs/repro_optim and compared with the README's table, sign and two decimals."""
     runs = {}
-    for path in glob.glob(os.path.join(ROOT, "lessons", "data", "repro_optim", "*__*__seed=*.json")):
+    for path in glob.glob(os.path.join(ROOT, "research", "runs", "repro_optim", "*__*__seed=*.json")):
         with open(path) as f:
             r = json.load(f)
         runs[(r["group"], r["arm"], r["seed"])] = r
@@ -116,8 +116,8 @@ def test_the_readme_table_of_findings_is_what_the_committed_runs_give():
 @pytest.mark.reports
 def test_the_readme_demo_line_is_what_the_committed_demo_run_gives():
     """The README's demo numbers (each optimizer's mean gap at the reported step and its 95% interval, the minutes)
-    are read from lessons/data/demo.json, the committed default run that lesson 04 shows."""
-    with open(os.path.join(ROOT, "lessons", "data", "demo.json")) as f:
+    are read from research/runs/demo.json, the committed default run that lesson 04 shows."""
+    with open(os.path.join(ROOT, "research", "runs", "demo.json")) as f:
         demo = json.load(f)
     line = " ".join(next(block for block in _first_page().split("\n- ") if block.startswith("**Demo**")).split())
     num = r"([+−-]\d\.\d\d)"

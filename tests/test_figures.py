@@ -1,6 +1,5 @@
-"""lessons/figures.py: the lessons' plots draw what they say and label it (axes, bands, the margin)."""
+"""research/figures.py: the lessons' plots draw what they say and label it (axes, bands, the margin)."""
 import os
-import sys
 
 import matplotlib
 import pytest
@@ -10,11 +9,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 
-sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import appendix_a as A  # noqa: E402
-import claims as C  # noqa: E402
-import figures as F  # noqa: E402
-import records  # noqa: E402
+from research import appendix_a as A
+from research import claims as C
+from research import figures as F
+from research import records
 
 
 @pytest.fixture

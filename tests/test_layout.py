@@ -43,14 +43,15 @@ def test_no_line_in_the_core_is_wider_than_120_columns(name):
 # Imports one way: no module reaches, directly or round a circle, back to itself
 
 def project_modules():
-    """{module name: path} for the project's own modules: the top-level .py files, lessons/*.py and data/*.py.
-    lessons/ and the top level put their folder on sys.path, so `import analysis` inside lessons/ means
-    lessons/analysis.py; data/*.py is imported as data.<name>."""
-    mods = {}
-    for path in glob.glob(os.path.join(ROOT, "*.py")) + glob.glob(os.path.join(ROOT, "lessons", "*.py")):
-        mods[os.path.splitext(os.path.basename(path))[0]] = path
-    for path in glob.glob(os.path.join(ROOT, "data", "*.py")):
-        mods["data." + os.path.splitext(os.path.basename(path))[0]] = path
+    """{module name: path} for the project's own modules, named as they are imported from the repository root (pytest.ini's
+    pythonpath, a notebook's one sys.path line): the top-level .py files by name, research/*.py as research.<name> and
+    data/*.py as data.<name>."""
+    mods = {os.path.splitext(os.path.basename(p))[0]: p for p in glob.glob(os.path.join(ROOT, "*.py"))}
+    for package in ("research", "data"):
+        for path in glob.glob(os.path.join(ROOT, package, "*.py")):
+            name = os.path.splitext(os.path.basename(path))[0]
+            if name != "__init__":
+                mods[f"{package}.{name}"] = path
     return mods
 
 

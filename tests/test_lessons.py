@@ -76,7 +76,7 @@ def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypa
     (tmp_path / "shakespeare").mkdir()
     shutil.copy(shakespeare_path(), tmp_path / "shakespeare" / "input.txt")
     monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
-    with open(os.path.join(ROOT, "lessons", "data", "repro_live.json")) as f:
+    with open(os.path.join(ROOT, "research", "runs", "repro_live.json")) as f:
         run = next(r for r in json.load(f)["runs"] if r["id"] == f"main|{head}|seed=1")
     recorded = {r["step"]: r["val_loss"] for r in run["history"] if r.get("val_loss") is not None}
     c = {k: v for k, v in run["config"].items() if k in Config.__dataclass_fields__}
@@ -98,8 +98,8 @@ def _synthetic_run(template, group, arm, overrides, rng):
     import copy
     import dataclasses
     import math
-    import plans
-    import reproduce as R
+    from research import plans
+    from research import reproduce as R
     o = dict(overrides)
     if o.get("emb_std") == plans.LOGN_SIGMA:
         o["emb_std"] = math.log(template["n"]) / o["n_embd"]
@@ -129,8 +129,8 @@ def _synthetic_campaign(folder, keep):
     runs. So a stage stays the same stage however far the real campaign has got."""
     import json
     import numpy as np
-    import records
-    import reproduce as R
+    from research import records
+    from research import reproduce as R
     runs = [r for r in R.load_runs(R.committed_path("optim"))
             if r["group"].startswith(("check ", "sweep ")) or keep(r["group"], r["arm"], r["seed"])]
     template = min((r for r in runs if r["group"].startswith("sweep ")), key=lambda r: r["best_val"])
@@ -154,9 +154,7 @@ def _synthetic_campaign(folder, keep):
 def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypatch):
     """The lesson must not break as its campaign lands (every stage is committed on the way, and CI executes it):
     run it on the sweeps decided and one seed per arm (its verdicts must say PENDING), and on the whole plan."""
-    import sys
-    sys.path.insert(0, os.path.join(ROOT, "lessons"))
-    import plans
+    from research import plans
     keep = (lambda g, a, s: s == 1) if stage == "one seed of each arm" else (lambda g, a, s: True)
     runs = _synthetic_campaign(tmp_path, keep)
     lr = plans.optim_decisions(runs)["lr"]
@@ -164,7 +162,7 @@ def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypa
     monkeypatch.setenv("TIEDGPT_LESSON_FAST", "1")
     path = os.path.join(ROOT, "lessons", "appendix_b_the_optimizer_campaign.ipynb")
     nb = nbformat.read(path, as_version=4)
-    patch = ("import records as _R\n_committed = _R.committed_path\n"
+    patch = ("from research import records as _R\n_committed = _R.committed_path\n"
              f"_R.committed_path = lambda s: {str(tmp_path)!r} if s == 'optim' else _committed(s)")
     setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(patch))
@@ -183,12 +181,10 @@ def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypa
 
 # ----------------------------------------------------------------------------------------------------
 # The class path (lessons 01-04, two 90-minute classes) has a reading budget and a house style; the appendices are
-# the full reports and keep theirs. lessons/budget.py defines what a word is.
+# the full reports and keep theirs. research/budget.py defines what a word is.
 
 def _budget():
-    import sys
-    sys.path.insert(0, os.path.join(ROOT, "lessons"))
-    import budget
+    from research import budget
     return budget
 
 
@@ -218,7 +214,7 @@ def test_the_budget_counts_prose_and_printed_output_not_code_figures_or_going_de
 @pytest.mark.parametrize("path", CLASS, ids=CLASS_IDS)
 def test_class_lesson_is_within_its_reading_budget(path):
     """At most 3,000 words of prose and printed output before 'Going deeper', no printout over 150 words
-    (`python lessons/budget.py` prints the table)."""
+    (`python -m research.budget` prints the table)."""
     b = _budget()
     lines, ok = b.report([path])
     assert ok, "\n".join(lines)
@@ -279,12 +275,10 @@ def test_class_lesson_ends_with_two_or_three_exercises_that_name_a_cell(path):
 def test_lesson04_prose_matches_the_committed_runs():
     """Lesson 04's words (its takeaways and the practice table) read the committed runs; if the runs or the rules
     change, this says which sentence to revisit."""
-    import sys
-    sys.path.insert(0, os.path.join(ROOT, "lessons"))
-    import appendix_b as B
-    import plans
-    import records
-    import stats as S
+    from research import appendix_b as B
+    from research import plans
+    from research import records
+    from research import stats as S
     optim_runs, _ = plans.load_scale("optim")
     d768, _ = plans.load_scale("d768")
     camp = {"adamw": plans.settings("d768", d768)["sigma=0.02"], **plans.settings("optim", optim_runs)}

@@ -295,7 +295,7 @@ def test_branch_ratio_is_zero_for_the_2_gram_model_and_large_for_nanogpts_init()
 
 # ----------------------------------------------------------------------------------------------------
 # The absolute twins (optim.py, relative != 'all'): the same rules with each weight's RMS frozen at the first step.
-# They are the controls of lessons/cause.py: only the step's relativity differs from Tiger and LAMB.
+# They are the controls of research/cause.py: only the step's relativity differs from Tiger and LAMB.
 
 def _tiny_model(emb_std=0.02, head="ortho"):
     from tiedgpt import GPT, GPTConfig

@@ -1,4 +1,4 @@
-"""The experiment machinery in lessons/ is a small package whose imports go one way: statistics <- run records <-
+"""The experiment machinery in research/ is a small package whose imports go one way: statistics <- run records <-
 claims <- the reports, with the plans and the worker beside them. These tests read the source with `ast`, so an import
 hidden inside a function counts too."""
 import ast
@@ -9,8 +9,8 @@ import pytest
 
 from conftest import ROOT
 
-LESSONS = os.path.join(ROOT, "lessons")
-# Each module of the package and the package modules it may import (anything else of lessons/ is refused).
+RESEARCH = os.path.join(ROOT, "research")
+# Each module of the package and the package modules it may import (anything else of research/ is refused).
 LAYERS = {
     "stats": set(),
     "records": {"stats"},
@@ -22,11 +22,11 @@ LAYERS = {
     "figures": {"stats", "records"},
     "reproduce": {"stats", "records", "plans"},
 }
-ENTRY_POINTS = {"reproduce", "demo", "budget"}  # scripts: only they may put a folder on sys.path
+ENTRY_POINTS = {"reproduce", "budget"}  # run with python -m research.NAME
 
 
 def _tree(name):
-    with open(os.path.join(LESSONS, name + ".py")) as f:
+    with open(os.path.join(RESEARCH, name + ".py")) as f:
         return ast.parse(f.read())
 
 
@@ -35,17 +35,19 @@ def _imports(tree):
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
+            out |= {a.name.removeprefix("research.").split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module == "research":
+            out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            out.add(node.module.split(".")[0])
+            out.add(node.module.removeprefix("research.").split(".")[0])
     return out
 
 
-MODULES = sorted(f[:-3] for f in os.listdir(LESSONS) if f.endswith(".py"))
+MODULES = sorted(f[:-3] for f in os.listdir(RESEARCH) if f.endswith(".py") and f != "__init__.py")
 
 
 def test_every_module_of_the_package_has_a_place_in_the_layers():
-    assert set(MODULES) - ENTRY_POINTS - set(LAYERS) == set(), "a new module in lessons/: give it a layer here"
+    assert set(MODULES) - ENTRY_POINTS - set(LAYERS) == set(), "a new module in research/: give it a layer here"
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
@@ -55,10 +57,11 @@ def test_the_experiment_modules_import_one_way(name):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_only_the_entry_points_edit_sys_path(name):
+def test_no_module_of_the_package_edits_sys_path(name):
+    """Each is imported as research.NAME (python -m research.NAME from the repository root runs a script)."""
     edits = [n for n in ast.walk(_tree(name)) if isinstance(n, ast.Attribute) and n.attr == "path"
              and isinstance(n.value, ast.Name) and n.value.id == "sys"]
-    assert not edits or name in ENTRY_POINTS, f"{name} edits sys.path; only a script run from the command line may"
+    assert not edits, f"{name} edits sys.path"
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
@@ -84,9 +87,7 @@ def test_only_records_reads_a_runs_history(name):
 
 
 def test_the_pooled_seed_sd_weights_each_comparison_by_its_degrees_of_freedom():
-    import sys
-    sys.path.insert(0, LESSONS)
-    import stats
+    from research import stats
     five, three = [0.1, 0.3, 0.2, 0.0, 0.4], [1.0, 1.2, 1.1]
     ss = sum((x - np.mean(five)) ** 2 for x in five) + sum((x - np.mean(three)) ** 2 for x in three)
     sd, df, used = stats.pooled_sd([five, three, [7.0]])       # a comparison with one seed has no spread to give

@@ -1,4 +1,4 @@
-"""lessons/reproduce.py: the experiment runner behind lesson 04 — what it plans, how it stores runs, how it resumes.
+"""research/reproduce.py: the experiment runner behind lesson 04 — what it plans, how it stores runs, how it resumes.
 
 The training itself is tested in test_train.py; here every "run" is replaced by a stub (monkeypatched run_one),
 so these tests take well under a second each.
@@ -14,11 +14,10 @@ import pytest
 
 from conftest import ROOT, corpus_n
 
-sys.path.insert(0, os.path.join(ROOT, "lessons"))
-import plans  # noqa: E402
-import records  # noqa: E402
-import reproduce as R  # noqa: E402
-import stats as S  # noqa: E402
+from research import plans
+from research import records
+from research import reproduce as R
+from research import stats as S
 
 
 def fake_run(group, arm, overrides, log=print, ckpt_dir=None):
@@ -67,7 +66,7 @@ def test_a_rerun_is_compared_run_by_run_with_the_committed_one(stub, tmp_path, m
 
 @pytest.mark.slow
 def test_the_cli_refuses_unknown_flags_with_one_line():
-    p = subprocess.run([sys.executable, "lessons/reproduce.py", "live", "--bogus=1"], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "research.reproduce", "live", "--bogus=1"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 2 and "usage" in p.stderr and "Traceback" not in p.stderr
 
@@ -119,7 +118,7 @@ def test_committed_d768_runs_were_made_from_the_plan():
 @pytest.mark.slow
 @pytest.mark.corpus
 def test_the_live_scale_rerun_reproduces_every_committed_run(tmp_path):
-    """What `python lessons/reproduce.py live` does (about 6 minutes on 2 cores): all 24 live runs trained again
+    """What `python -m research.reproduce live` does (about 6 minutes on 2 cores): all 24 live runs trained again
     into a fresh folder, each final val loss equal to the committed one up to float rounding across machines."""
     from conftest import shakespeare_path
     if shakespeare_path() is None:
@@ -309,7 +308,7 @@ def test_the_committed_runs_pass_the_record_checks():
 
 @pytest.mark.slow
 def test_help_prints_every_plan_with_what_it_does_and_how_long_and_exits_0():
-    p = subprocess.run([sys.executable, "lessons/reproduce.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "research.reproduce", "--help"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
     for scale in R.SCALES:

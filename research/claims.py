@@ -1,7 +1,7 @@
 """
 The claims under test, judged on one setting's runs ({arm: {seed: run}}) with the words of stats.compare: the post's
 claims 1-3, its author's claim 4, and the causal control; their verdicts in words; and the rule that marks a verdict
-FRAGILE. The rules, fixed before the data, and their dated amendments: lessons/preregistrations/appendix_a.md. Tested
+FRAGILE. The rules, fixed before the data, and their dated amendments: research/preregistrations/appendix_a.md. Tested
 on synthetic runs in tests/test_analysis.py.
 """
 
@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from data.prepare import subset_windows
-from records import STAT_WORDS, by_arm, measurement_noise, paired
-from stats import MARGIN, MIN_SEEDS, compare
+from research.records import STAT_WORDS, by_arm, measurement_noise, paired
+from research.stats import MARGIN, MIN_SEEDS, compare
 
 CORE_FIXES = ["untied", "ortho", "shuffle"]  # the post's fixes besides logn
 EXTRA_FIXES = ["bert", "channel"]  # also the post's suggestions; claim 2 is reported with and without them

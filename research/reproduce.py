@@ -1,15 +1,15 @@
 """
 The convergence experiment behind lesson 04: every head, same data, same batches, several seeds.
 
-    python lessons/reproduce.py --help  # the plans: what each does, how many runs, how long the committed ones took
-    python lessons/reproduce.py live    # ~6 min on 2 cores: a CHECK, not the finding: re-makes the 24 committed
+    python -m research.reproduce --help  # the plans: what each does, how many runs, how long the committed ones took
+    python -m research.reproduce live    # ~6 min on 2 cores: a CHECK, not the finding: re-makes the 24 committed
                                         # live-scale runs into out/reproduce/live and compares each final val loss
-    python lessons/reproduce.py d768    # appendix A: 42 runs of ~25 min (two workers on 2 idle cores)
-    python lessons/reproduce.py optim   # appendix B: ~65 runs under AdamW, Tiger and LAMB; days on 2 cores
-    python lessons/reproduce.py turn    # appendix B section 10: 12 runs of its first 200 steps
-    python lessons/reproduce.py cause   # appendix B section 11: ~60 runs of 400 steps and 8 sweep runs
-    python lessons/reproduce.py full    # the older CPU-sized grids (300 steps), kept for the small-scale map
-    python lessons/reproduce.py gpt2
+    python -m research.reproduce d768    # appendix A: 42 runs of ~25 min (two workers on 2 idle cores)
+    python -m research.reproduce optim   # appendix B: ~65 runs under AdamW, Tiger and LAMB; days on 2 cores
+    python -m research.reproduce turn    # appendix B section 10: 12 runs of its first 200 steps
+    python -m research.reproduce cause   # appendix B section 11: ~60 runs of 400 steps and 8 sweep runs
+    python -m research.reproduce full    # the older CPU-sized grids (300 steps), kept for the small-scale map
+    python -m research.reproduce gpt2
 
 Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds runs
 (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run a subset (a
@@ -17,10 +17,10 @@ name the plan lacks is refused with the list it has), --ckpt_dir=DIR to checkpoi
 is one JSON file, written atomically, and a restarted worker skips the runs already there; with --ckpt_dir a run in
 progress keeps train.py's checkpoint (~0.3 GB at d768, written at every evaluation and on Ctrl-C) in DIR/<run>/ and a
 restarted worker continues it bit for bit. Two workers may share a folder (each run is claimed with an flock on
-`.<run>.lock`): on a 2-core CPU, `OMP_NUM_THREADS=1 python lessons/reproduce.py d768 --resume=true ... &` twice.
+`.<run>.lock`): on a 2-core CPU, `OMP_NUM_THREADS=1 python -m research.reproduce d768 --resume=true ... &` twice.
 
-The plans (which runs, with which settings and seeds) are in lessons/plans.py; a run's record is read and written by
-lessons/records.py; the rules, written before the data, are in lessons/preregistrations/.
+The plans (which runs, with which settings and seeds) are in research/plans.py; a run's record is read and written by
+research/records.py; the rules, written before the data, are in research/preregistrations/.
 """
 
 import dataclasses
@@ -36,15 +36,13 @@ from statistics import median
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WAIT_S = 30  # a worker with nothing to run while another makes a run the plan waits for checks again after this
-if __name__ == "__main__":  # run as a script: train.py and tiedgpt.py sit in the repository root
-    sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
 from data.prepare import load_data  # noqa: E402
-from plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
+from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
-from records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
+from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
 from train import Diverged, TrainingError, evaluations_at, train  # noqa: E402
 
@@ -64,12 +62,12 @@ PLAN_HELP = dict(
     d768="the post's regime (lesson 04, appendix A): d=768, zero-init residuals, sigma 0.02 and d^-1/2, warmup + "
          "cosine over 1200 steps, whole-split val",
     optim="appendix B's campaign: d768 under AdamW, Tiger and LAMB; check B and sweep S first, the plan grows as "
-          "they decide (rules in lessons/preregistrations/appendix_b.md)",
+          "they decide (rules in research/preregistrations/appendix_b.md)",
     turn="appendix B section 10: the first 200 steps of 3 arms per optimizer with log_rows, then logn again with "
          "branch_ratio",
     cause="appendix B section 11: controls that change one thing each (absolute twins of Tiger and LAMB, shuffle at "
           "logn's sigma, Tiger relative on the embedding or the body only), 400 steps of the optim schedule, ~10 min "
-          "a run on one thread plus 8 sweep runs of ~27 min (plan and rules in lessons/preregistrations/cause.md)",
+          "a run on one thread plus 8 sweep runs of ~27 min (plan and rules in research/preregistrations/cause.md)",
 )
 
 
@@ -83,7 +81,7 @@ def plan_help():
         took = (f"the {len(walls)} committed runs took a median {median(walls) / 60:.0f} min each, "
                 f"{sum(walls) / 3600:.1f} h of worker time in all, on the machine that made them" if walls
                 else "no committed runs to time")
-        lines.append(f"  {scale:6} {PLAN_HELP.get(scale, 'see the docstring of lessons/reproduce.py')}. "
+        lines.append(f"  {scale:6} {PLAN_HELP.get(scale, 'see the docstring of research/reproduce.py')}. "
                      f"{n} runs; {took}.")
     return "\n".join(lines)
 
@@ -328,7 +326,7 @@ def compare_with_committed(scale, out, log=print):
     return max(diffs)
 
 
-USAGE = (f"usage: python lessons/reproduce.py {'|'.join(SCALES)} [--out=DIR] [--resume=true] "
+USAGE = (f"usage: python -m research.reproduce {'|'.join(SCALES)} [--out=DIR] [--resume=true] "
          "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]   (--help: the plans)")
 
 

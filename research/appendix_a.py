@@ -1,7 +1,7 @@
 """
 Appendix A's report (the AdamW campaign, scale d768, and the older scales' map): the campaign's design in numbers,
 steps to target, the design's resolution and measurement noise, and the older checks it printed. Its rules, fixed before
-the d768 data: lessons/preregistrations/appendix_a.md. Reporting only: the verdicts come from claims.py.
+the d768 data: research/preregistrations/appendix_a.md. Reporting only: the verdicts come from claims.py.
 """
 
 import itertools
@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 
-from claims import CORE_FIXES, EXTRA_FIXES, alike_verdict, claim
-from records import STATS, best, last_logged, measurement_noise, paired, stack, steps_to_target, val_curve
-from stats import ALPHA, MARGIN, MIN_SEEDS, compare, interval, pooled_sd, t_quantile
+from research.claims import CORE_FIXES, EXTRA_FIXES, alike_verdict, claim
+from research.records import STATS, best, last_logged, measurement_noise, paired, stack, steps_to_target, val_curve
+from research.stats import ALPHA, MARGIN, MIN_SEEDS, compare, interval, pooled_sd, t_quantile
 
 TARGET_FRACTIONS = (0.5, 0.8, 0.95)
 

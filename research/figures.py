@@ -7,8 +7,8 @@ Each function draws on axes it is given and labels everything it draws (axes, un
 
 import numpy as np
 
-from records import curve, gap_curve, stack
-from stats import MARGIN
+from research.records import curve, gap_curve, stack
+from research.stats import MARGIN
 
 COLORS = {"tied": "black", "logn": "tab:red", "control": "tab:pink", "untied": "tab:blue", "ortho": "tab:green",
           "shuffle": "tab:orange", "bert": "tab:purple", "channel": "tab:brown", "scale": "tab:gray"}

@@ -1,11 +1,11 @@
 """
 The finding, live: does ln(n)/d converge slowest? The optimizer's configuration decides.
 
-    python lessons/demo.py                       # the default demo (its measured time: README.md)
-    python lessons/demo.py --seeds=1,2,3,4,5     # more seeds: a tighter interval, a longer wait
-    python lessons/demo.py --optimizers=tiger,lamb,adamw
-    python lessons/demo.py --device=cuda         # on one H100: 23 s (lessons/data/demo_h100.json)
-    python lessons/demo.py --tiny                # seconds: the tests' size; its numbers mean nothing
+    python demo.py                       # the default demo (its measured time: README.md)
+    python demo.py --seeds=1,2,3,4,5     # more seeds: a tighter interval, a longer wait
+    python demo.py --optimizers=tiger,lamb,adamw
+    python demo.py --device=cuda         # on one H100: 23 s (research/runs/demo_h100.json)
+    python demo.py --tiny                # seconds: the tests' size; its numbers mean nothing
 
 What it does. The post says the logn head (tied embeddings with sigma = ln(n)/d, so the fresh model's self-logit
 is exactly ln n) converges slowest of the fixes. Appendix B found that this holds under the post author's
@@ -51,7 +51,7 @@ Ctrl-C stops: finished runs stay in runs/, and the same command later reuses eve
 the same (--fresh=true re-makes them). On a CPU the runs go to --workers processes of one thread each (default:
 2 with 2 or more cores; two one-thread processes side by side beat one two-thread process here, measured).
 
-Lesson 04 imports load_result, figure and verdict_lines, and reads the committed default run, lessons/data/demo.json.
+Lesson 04 imports load_result, figure and verdict_lines, and reads the committed default run, research/runs/demo.json.
 """
 
 import dataclasses
@@ -72,9 +72,7 @@ import time
 if multiprocessing.parent_process() is not None:  # a worker process (run_all): Ctrl-C is the main process's to handle
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+ROOT = os.path.dirname(os.path.abspath(__file__))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -85,11 +83,11 @@ from tiedgpt import flag  # noqa: E402
 from train import Config, TrainingError, convert, load_data, setup_device, train  # noqa: E402
 from train import parse_args as train_parse_args  # noqa: E402
 
-import records  # noqa: E402  (lessons/records.py: how a run is stored and read)
-from stats import interval, t_quantile  # noqa: E402  (lessons/stats.py: the campaigns' t interval)
+from research import records  # noqa: E402  (research/records.py: how a run is stored and read)
+from research.stats import interval, t_quantile  # noqa: E402  (research/stats.py: the campaigns' t interval)
 
-COMMITTED = os.path.join(HERE, "data", "demo.json")  # one full default run, made with this file (lesson 04 reads it)
-CAMPAIGN = os.path.join(HERE, "data", "repro_optim")  # appendix B's committed runs
+COMMITTED = os.path.join(ROOT, "research", "runs", "demo.json")  # one full default run, made with this file (lesson 04 reads it)
+CAMPAIGN = os.path.join(ROOT, "research", "runs", "repro_optim")  # appendix B's committed runs
 OPTIMIZER_NAMES = ("tiger", "lamb", "adamw")
 ARMS = ("logn", "ortho")  # the gap is logn - ortho
 RESIDUAL_STD = 1e-4  # the campaign's branch init (train.TIGER_RESIDUAL_STD), for every optimizer alike

@@ -1,5 +1,5 @@
 """
-How long is each class lesson to read? `python lessons/budget.py` prints, for lessons 01-04, the words a student
+How long is each class lesson to read? `python -m research.budget` prints, for lessons 01-04, the words a student
 reads before the lesson's "Going deeper" section and the longest single printout, and exits non-zero if a lesson
 is over its budget.
 
@@ -24,8 +24,8 @@ import nbformat
 
 WORDS = 3000
 PRINTOUT = 150
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLASS_LESSONS = sorted(glob.glob(os.path.join(HERE, "0[0-9]_*.ipynb")))  # the class path; the appendices are reports
+LESSONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lessons")
+CLASS_LESSONS = sorted(glob.glob(os.path.join(LESSONS, "0[0-9]_*.ipynb")))  # the class path; the appendices are reports
 GOING_DEEPER = re.compile(r"^#+\s.*going deeper", re.IGNORECASE | re.MULTILINE)
 
 
@@ -74,7 +74,7 @@ def report(paths=CLASS_LESSONS):
 
 if __name__ == "__main__":
     if not CLASS_LESSONS:
-        sys.exit(f"no class lessons (0*_*.ipynb) in {HERE}")
+        sys.exit(f"no class lessons (0*_*.ipynb) in {LESSONS}")
     lines, ok = report()
     print("\n".join(lines))
     sys.exit(0 if ok else 1)

@@ -1,5 +1,5 @@
 """
-Run records: how a run is stored (one JSON file per run, written by lessons/reproduce.py) and read back. `logged` is
+Run records: how a run is stored (one JSON file per run, written by research/reproduce.py) and read back. `logged` is
 the one reader of a run's history; every curve, statistic and figure reads a run through it.
 """
 
@@ -10,7 +10,7 @@ import subprocess
 
 import numpy as np
 
-import stats
+from research import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -28,7 +28,7 @@ def file_name(rid):
 
 def committed_path(scale):
     """Where the committed runs of a scale live (a folder for d768 and later, one file for the older scales)."""
-    folder = os.path.join(HERE, "data", f"repro_{scale}")
+    folder = os.path.join(HERE, "runs", f"repro_{scale}")
     return folder if os.path.isdir(folder) or scale in ("d768", "optim", "turn", "cause") else folder + ".json"
 
 

@@ -1,7 +1,7 @@
 """
 Why the optimizer's configuration decides (appendix B section 11, issue 33): the cause campaign's verdicts and report, from runs that
-change one thing each (reproduce.py's 'cause' plan, lessons/plans.py). Its plan, the predictions of each hypothesis
-and the verdict rules were fixed before any of its runs: lessons/preregistrations/cause.md.
+change one thing each (reproduce.py's 'cause' plan, research/plans.py). Its plan, the predictions of each hypothesis
+and the verdict rules were fixed before any of its runs: research/preregistrations/cause.md.
 """
 
 import math
@@ -9,10 +9,10 @@ import os
 
 import numpy as np
 
-from claims import control_verdict, fragile_lines, two_way, verdict_flip
-from plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, pick_lr, plan, twin_lrs
-from records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
-from stats import MARGIN, compare
+from research.claims import control_verdict, fragile_lines, two_way, verdict_flip
+from research.plans import CAUSE_SEEDS as SEEDS, CAUSE_STEPS as STEPS, pick_lr, plan, twin_lrs
+from research.records import HERE, by_arm, load_runs, logged, mean_over, paired, run_id, start
+from research.stats import MARGIN, compare
 
 R_TOLERANCE = 1e-3  # check R, nats
 # The commit that wrote the pre-registration and the plan (recorded in the next commit: a commit can't name itself). The
@@ -151,9 +151,9 @@ def verdict_c(cs, stat=PRIMARY):
 # The report (appendix B's section on the controls): lines to print, and the paired gaps over time
 
 def load(new_path=None, committed_path=None):
-    """(new runs, committed optim runs) from lessons/data/repro_cause and lessons/data/repro_optim by default."""
-    return (load_runs(new_path or os.path.join(HERE, "data", "repro_cause")),
-            load_runs(committed_path or os.path.join(HERE, "data", "repro_optim")))
+    """(new runs, committed optim runs) from research/runs/repro_cause and research/runs/repro_optim by default."""
+    return (load_runs(new_path or os.path.join(HERE, "runs", "repro_cause")),
+            load_runs(committed_path or os.path.join(HERE, "runs", "repro_optim")))
 
 
 def _fmt(r):
@@ -222,7 +222,7 @@ def report_lines(new_runs, committed_runs, stat=PRIMARY, fragile=()):
     return out + (differs(new_runs, committed_runs) if stat == PRIMARY else [])
 
 
-DEVICE_CHECK = os.path.join(HERE, "data", "cause_device_check")  # sweep S re-made on the lent GPU: the sweeps' guard
+DEVICE_CHECK = os.path.join(HERE, "runs", "cause_device_check")  # sweep S re-made on the lent GPU: the sweeps' guard
 BUDGET_CORE_HOURS = 12
 
 

@@ -1,7 +1,7 @@
 """
 The campaigns' plans: every run as (group, arm, overrides of train.Config), most important first, and the decisions
 a plan takes from its own first runs (appendix B's check B and sweep S, the cause plan's twin sweeps). The plans and
-their rules were fixed before their runs: lessons/preregistrations/. lessons/reproduce.py runs them.
+their rules were fixed before their runs: research/preregistrations/. research/reproduce.py runs them.
 
 Seeds. From the d768 scale on, the run's seed drives both the model init and the training data order
 (data_seed = seed): two seeds differ in both, and comparisons are paired by seed. Two heads of one seed see the same
@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-import records
+from research import records
 from data.prepare import load_data
-from stats import MARGIN
+from research.stats import MARGIN
 from train import Config
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the post's comparison
@@ -47,13 +47,13 @@ LOGN_SIGMA = "ln(n)/d"  # emb_std placeholder: logn's sigma, resolved with the c
 # control share the head and differ in sigma. So if control lags like logn, the small sigma is the cause.
 ARMS = {h: dict(head=h) for h in ALL_HEADS}
 ARMS["control"] = dict(head="ortho", emb_std=LOGN_SIGMA)
-# The cause plan's control without a learned matrix (lessons/cause.py, part a): the half swap at logn's sigma. It shares
+# The cause plan's control without a learned matrix (research/cause.py, part a): the half swap at logn's sigma. It shares
 # logn's sigma and has no self-logit, like the control, but nothing in its head learns (ortho's P does).
 ARMS["shuffle_logn"] = dict(head="shuffle", emb_std=LOGN_SIGMA)
 
 
 # The optim scale (appendix B): the d768 configuration under AdamW, Tiger and LAMB. Its plan, rules R, B and S and
-# its statistics: lessons/preregistrations/appendix_b.md. Branches start near zero (rule R: Tiger can't move exact
+# its statistics: research/preregistrations/appendix_b.md. Branches start near zero (rule R: Tiger can't move exact
 # zeros), the first 200 steps are evaluated densely on a val subset, and weight decay is each optimizer's own.
 OPTIM = dict(D768, residual_std=1e-4, dense_val_until=200, dense_val_windows=128, weight_decay=None)
 OPTIM_ADAMW_LR = 1e-3  # appendix A's
@@ -67,7 +67,7 @@ def arms(base, group, names, seeds, **kw):
     return [(group, a, {**base, **kw, **ARMS[a], "seed": s}) for s in seeds for a in names]
 
 
-# Appendix B's check B and sweep S (lessons/preregistrations/appendix_b.md): the two decisions its plan takes from its
+# Appendix B's check B and sweep S (research/preregistrations/appendix_b.md): the two decisions its plan takes from its
 # own first runs.
 RESIDUAL_STD = OPTIM["residual_std"]  # rule R
 BF16_TOLERANCE = 0.01  # check B, nats
@@ -128,7 +128,7 @@ def optim_decisions(runs):
     return dict(check=check, dtype=dtype, lr=lr, sweep_next=sweep_next)
 
 
-# The cause plan (lessons/preregistrations/cause.md): the first 400 steps of the optim schedule, its arms and seeds.
+# The cause plan (research/preregistrations/cause.md): the first 400 steps of the optim schedule, its arms and seeds.
 CAUSE_STEPS = 400  # every run of the plan stops here (its schedule still runs to step 1200)
 CAUSE_SEEDS = [1, 2, 3]
 B_ARMS = ["logn", "ortho", "shuffle_logn"]  # (b) at the matched lr
@@ -176,7 +176,7 @@ def plan_optim(runs=()):
 
 
 def plan_cause(runs=()):
-    """The cause plan (lessons/preregistrations/cause.md fixes its order, arms and rules): every run the first 400 steps
+    """The cause plan (research/preregistrations/cause.md fixes its order, arms and rules): every run the first 400 steps
     of the optim campaign's schedule (its cosine still runs to step 1200) with log_rows, fp32 (the campaign's dtype);
     the twins' lr sweeps run the whole schedule, as sweep S did. Re-planned after every run: the twins' runs at their
     own lr wait for their sweep."""

@@ -2,7 +2,7 @@
 Appendix B's report (the optimizer campaign, scale 'optim', and its exploratory 'turn' runs): check B, sweep S, the
 claims per optimizer, what the relative step bounds and what it does not, the measurement's precision, fragility and
 sections 10-11's expectations, as printable lines. Its plan and rules, fixed before the data, with the dated additions
-and corrections: lessons/preregistrations/appendix_b.md. Reporting only: the verdicts come from claims.py.
+and corrections: research/preregistrations/appendix_b.md. Reporting only: the verdicts come from claims.py.
 """
 
 import functools
@@ -12,12 +12,12 @@ import numpy as np
 import torch
 
 import optim
-from claims import MEASURED_PAIRS, all_claims, claim_slowest, control_verdict, measurement_error
+from research.claims import MEASURED_PAIRS, all_claims, claim_slowest, control_verdict, measurement_error
 from data.prepare import load_data
-from plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
-from records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, paired,
+from research.plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
+from research.records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, paired,
                      stack, start, val_curve)
-from stats import MIN_SEEDS, compare, pooled_sd
+from research.stats import MIN_SEEDS, compare, pooled_sd
 from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
 from train import Config, lr_at
 
