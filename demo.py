@@ -88,7 +88,7 @@ from research.stats import interval, t_quantile  # noqa: E402  (research/stats.p
 
 COMMITTED = os.path.join(ROOT, "research", "runs", "demo.json")  # one full default run, made with this file (lesson 04 reads it)
 CAMPAIGN = os.path.join(ROOT, "research", "runs", "repro_optim")  # appendix B's committed runs
-OPTIMIZER_NAMES = ("tiger", "lamb", "adamw")
+OPTIMIZER_NAMES = ("tiger", "lamb", "adamw", "signum")
 ARMS = ("logn", "ortho")  # the gap is logn - ortho
 RESIDUAL_STD = 1e-4  # the campaign's branch init (train.TIGER_RESIDUAL_STD), for every optimizer alike
 
@@ -112,6 +112,7 @@ class Demo:
     lr_tiger: float = flag(3e-3, "Tiger's peak lr")
     lr_lamb: float = flag(3e-3, "LAMB's peak lr")
     lr_adamw: float = flag(3e-3, "AdamW's peak lr")
+    lr_signum: float = flag(3e-3, "Signum's peak lr: its per-entry step (optim.py), AdamW's at the same lr")
     ortho_dsigma: float = flag(15.36, "ortho's d * sigma, the tied head's logit scale (GPT-2's 0.02 x 768)")
     eval_every: int = flag(10, "steps between val measurements")
     val_windows: int = flag(128, "val windows measured (evenly spaced over the val split; the campaign's subset)")
@@ -149,7 +150,7 @@ class Demo:
 
 
 RUN_KEYS = ("seeds", "optimizers", "steps", "n_embd", "n_layer", "n_head", "batch_size", "block_size", "warmup",
-            "schedule", "lr_tiger", "lr_lamb", "lr_adamw", "ortho_dsigma", "eval_every", "val_windows", "dataset")
+            "schedule", "lr_tiger", "lr_lamb", "lr_adamw", "lr_signum", "ortho_dsigma", "eval_every", "val_windows", "dataset")
 TINY = dict(seeds="1,2", steps=4, n_embd=16, n_layer=1, n_head=1, batch_size=2, block_size=16, warmup=2, schedule=8,
             eval_every=2, val_windows=4, workers=1, threads=1, out="out/demo_tiny")
 
@@ -204,24 +205,25 @@ def run_path(runs_dir, config):
 STEP_LINE = re.compile(r"^step (\d+):")  # train() says "step N: train ..., val ..." at each evaluation
 
 
-def run_one(config, on_step=lambda step: None):
+def run_one(config, on_step=lambda step: None, probes=(), keep=()):
     """Train one run in this process and return its record: the config, and per measured step the val loss over
     the fixed val windows, with the embedding's rms and the final norm's mean gain (the two factors of the tied
-    head's logit scale g d rms(E), appendix B) where train logged them. on_step(step) follows its progress."""
+    head's logit scale g d rms(E), appendix B) where train logged them. on_step(step) follows its progress; probes
+    go to train(), and the row fields named in `keep` are kept beside emb_rms."""
     def log(*args, **kw):
         m = STEP_LINE.match(" ".join(map(str, args)))
         if m:
             on_step(int(m.group(1)))
 
     t0 = time.time()
-    history = train(config, progress=False, log=log)
+    history = train(config, progress=False, log=log, probes=probes)
     val = [(r["step"], r["val_subset_loss"]) for r in history if r.get("val_subset_loss") is not None]
     rows = [r for r in history if "emb_rms" in r]
     return dict(optimizer=config.optimizer, arm=config.head, seed=config.seed, config=dataclasses.asdict(config),
                 key=config_key(config), steps=[s for s, _ in val], val=[v for _, v in val],
                 stat_steps=[r["step"] for r in rows], emb_rms=[r["emb_rms"] for r in rows],
                 lnf_gain=[r["lnf_gain"] for r in rows], train_loss=[r["train_loss"] for r in rows],
-                wall_s=time.time() - t0, threads=torch.get_num_threads(),
+                **{k: [r[k] for r in rows] for k in keep}, wall_s=time.time() - t0, threads=torch.get_num_threads(),
                 finished=time.strftime("%Y-%m-%d %H:%M:%S"))
 
 
@@ -241,7 +243,7 @@ def finished_run(path, config):
 # reports its steps. Ctrl-C reaches every process of the terminal: a worker ignores it (see the top of this file) except
 # inside train(), whose own handler stops the run after its current step; the main process then stops the workers.
 
-def _worker(tasks, results, threads):
+def _worker(tasks, results, threads, run=None):
     torch.set_num_threads(threads)
     # train's (hidden) tqdm bar would make a cross-process lock that a worker stopped mid-run leaves behind (a warning
     # at exit): a thread lock is all one process needs
@@ -249,7 +251,7 @@ def _worker(tasks, results, threads):
     for path, config in iter(tasks.get, None):
         name = os.path.basename(path)
         try:
-            records.write_atomic(path, run_one(config, on_step=lambda step: results.put(("step", name, step))))
+            records.write_atomic(path, (run or run_one)(config, on_step=lambda step: results.put(("step", name, step))))
         except KeyboardInterrupt:  # train() stopped on Ctrl-C (or SIGTERM) after its current step
             results.put(("stopped", name, None))
             return
@@ -259,8 +261,9 @@ def _worker(tasks, results, threads):
         results.put(("done", name, None))
 
 
-def run_all(jobs, workers, threads, bar, log=print):
-    """Run the (path, config) jobs, `workers` at a time, each saved to its path as it finishes. The bar advances by
+def run_all(jobs, workers, threads, bar, log=print, run=None):
+    """Run the (path, config) jobs with `run` (default run_one), `workers` at a time, each saved to its path as it
+    finishes. The bar advances by
     every step a run reports (without a bar, one line per finished run). KeyboardInterrupt (Ctrl-C) propagates, the
     finished runs being on disk already; RuntimeError if a run fails."""
     total = {os.path.basename(p): c.max_iters for p, c in jobs}
@@ -283,7 +286,7 @@ def run_all(jobs, workers, threads, bar, log=print):
         try:
             for path, config in jobs:
                 name = os.path.basename(path)
-                records.write_atomic(path, run_one(config, on_step=lambda step: advance(name, step)))
+                records.write_atomic(path, (run or run_one)(config, on_step=lambda step: advance(name, step)))
                 finish(name)
         finally:
             torch.set_num_threads(before)
@@ -292,7 +295,7 @@ def run_all(jobs, workers, threads, bar, log=print):
     tasks, results = ctx.Queue(), ctx.Queue()
     for job in jobs:
         tasks.put(job)
-    procs = [ctx.Process(target=_worker, args=(tasks, results, threads), daemon=True) for _ in range(workers)]
+    procs = [ctx.Process(target=_worker, args=(tasks, results, threads, run), daemon=True) for _ in range(workers)]
     for p in procs:
         tasks.put(None)  # one "no more runs" per worker
         p.start()
@@ -364,7 +367,7 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
                                        per_seed=last.tolist(), word=word(ci),
                                        effect_over_spread=abs(float(last.mean())) / sd if sd else None)
     # the contrast itself, seed by seed: a relative-step optimizer's gap minus AdamW's (same seed, same data order)
-    rel = [o for o in opts if o != "adamw"]
+    rel = [o for o in opts if o in ("tiger", "lamb")]  # a relative step against AdamW's absolute one
     if rel and "adamw" in opts:
         d = np.array(result["verdicts"][rel[0]]["per_seed"]) - np.array(result["verdicts"]["adamw"]["per_seed"])
         sd = float(d.std(ddof=1)) if len(d) > 1 else None
@@ -449,8 +452,8 @@ def load_result(path=COMMITTED):
     return result
 
 
-OPT_COLORS = dict(tiger="tab:orange", lamb="tab:purple", adamw="tab:blue")
-OPT_NAMES = dict(tiger="Tiger", lamb="LAMB", adamw="AdamW")
+OPT_COLORS = dict(tiger="tab:orange", lamb="tab:purple", adamw="tab:blue", signum="tab:green")
+OPT_NAMES = dict(tiger="Tiger", lamb="LAMB", adamw="AdamW", signum="Signum")
 
 
 def figure(result):

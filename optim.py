@@ -50,14 +50,14 @@ import math
 
 import torch
 
-OPTIMIZERS = ("adamw", "tiger", "lamb")
+OPTIMIZERS = ("adamw", "tiger", "lamb", "signum")
 
 # The references' constants. Tiger: tiger.py's defaults (beta=0.965, weight_decay=0.01). LAMB: You et al. 2019
 # trained BERT with beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6 and weight decay 0.01.
 TIGER_BETA = 0.965
 LAMB_BETAS = (0.9, 0.999)
 LAMB_EPS = 1e-6
-DEFAULT_WEIGHT_DECAY = dict(adamw=0.1, tiger=0.01, lamb=0.01)  # adamw: nanoGPT's 0.1
+DEFAULT_WEIGHT_DECAY = dict(adamw=0.1, tiger=0.01, lamb=0.01, signum=0.01)  # adamw: nanoGPT's 0.1
 RELATIVE = ("all", "embedding", "body", "none")  # Config.relative: which weights step relative to their size
 TWIN_EMB_SCALE = 0.02  # the absolute twins' step scale for the token embedding: the sigma = 0.02 arms' init RMS
 
@@ -202,9 +202,10 @@ def check_settings(c):
         raise ValueError(f"unknown optimizer {c.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
     if c.relative not in RELATIVE:
         raise ValueError(f"relative must be one of {', '.join(RELATIVE)}, got {c.relative!r}")
-    if c.relative != "all" and (c.optimizer == "adamw" or (c.optimizer == "lamb" and c.relative != "none")):
-        raise ValueError(f"relative={c.relative} is not defined for optimizer={c.optimizer} (adamw's step is "
-                         "already absolute; lamb takes all or none, tiger any of all, embedding, body, none)")
+    absolute = c.optimizer in ("adamw", "signum")
+    if c.relative != "all" and (absolute or (c.optimizer == "lamb" and c.relative != "none")):
+        raise ValueError(f"relative={c.relative} is not defined for optimizer={c.optimizer} (adamw's and signum's "
+                         "steps are already absolute; lamb takes all or none, tiger any of all, embedding, body, none)")
     if c.optimizer == "tiger" and c.zero_init_residual:
         # Tiger steps each matrix by lr * RMS(matrix): exact zeros (RMS 0) would never move, and the blocks
         # would stay the identity for ever. Near-zero branches keep the fresh model the 2-gram model.
@@ -218,10 +219,10 @@ def check_settings(c):
             or not max(c.beta1, c.beta2) < 1:
         raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
     betas = {f.name: f.default for f in dataclasses.fields(c) if f.name in ("beta1", "beta2")}
-    if c.optimizer in ("tiger", "lamb") and (c.beta1, c.beta2) != (betas["beta1"], betas["beta2"]):
+    if c.optimizer != "adamw" and (c.beta1, c.beta2) != (betas["beta1"], betas["beta2"]):
         # a flag that does nothing must not be recorded in config.json as if it had
         raise ValueError(f"--beta1/--beta2 are AdamW's; optimizer={c.optimizer} uses its reference's constants "
-                         f"(optim.py: tiger beta {TIGER_BETA}, lamb betas {LAMB_BETAS}): leave them at "
+                         f"(optim.py: tiger and signum beta {TIGER_BETA}, lamb betas {LAMB_BETAS}): leave them at "
                          f"{betas['beta1']}/{betas['beta2']}")
 
 
@@ -243,6 +244,10 @@ def make_optimizer(model, c):
     if c.optimizer == "tiger":
         groups = [dict(params=rows, kind="rows", weight_decay=wd, relative=emb_rel, scale=emb_scale),
                   dict(params=rest, kind="matrix", weight_decay=wd, relative=body_rel),
+                  dict(params=vectors, kind="vector", weight_decay=0.0)]
+        return Tiger([g for g in groups if g["params"]], lr=c.lr)
+    if c.optimizer == "signum":  # Tiger's update with one fixed per-entry step, lr, for every matrix (scale 1)
+        groups = [dict(params=matrices, kind="matrix", weight_decay=wd, relative=False, scale=1.0),
                   dict(params=vectors, kind="vector", weight_decay=0.0)]
         return Tiger([g for g in groups if g["params"]], lr=c.lr)
     if c.optimizer == "lamb" and c.relative == "all":  # as published: every tensor by its own trust ratio

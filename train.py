@@ -63,7 +63,7 @@ class Config(GPTConfig):
     batch_size: int = flag(8, "sequences per step, over all processes")
     # optimisation: linear warmup then cosine decay to min_lr. 'adamw' steps are absolute (~lr per coordinate);
     # 'tiger' and 'lamb' step by a fraction lr of each weight's own size (optim.py, lesson 05)
-    optimizer: str = flag("adamw", "adamw (absolute steps) | tiger | lamb (steps relative to each weight's size)")
+    optimizer: str = flag("adamw", "adamw | signum (absolute steps) | tiger | lamb (relative to each weight's size)")
     max_iters: int = flag(300, "training steps")
     lr: float = flag(1e-3, "peak learning rate (> 0)")
     min_lr: float = flag(None, "final learning rate of the cosine (None: lr/10)")

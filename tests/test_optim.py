@@ -1,5 +1,6 @@
 """optim.py: Tiger and LAMB step exactly as their references say, and their steps are RELATIVE to each weight's
-size where AdamW's are ABSOLUTE. That difference is what lesson 05 is about; these tests pin it down.
+size where AdamW's and Signum's are ABSOLUTE. That difference is what lesson 04 and appendix B are about; these tests
+pin it down.
 
 Everything here is one step on a small tensor, or a tiny model for a few steps: seconds of CPU."""
 import math
@@ -117,6 +118,23 @@ def test_adamw_moves_every_entry_by_about_lr_whatever_the_matrix_size():
 def test_a_relative_step_can_grow_a_tensor_at_most_by_one_plus_lr_per_step():
     assert relative_step_budget([1e-3] * 1200) == pytest.approx(math.exp(1200 * math.log1p(1e-3)))
     assert relative_step_budget([1e-3] * 1200) < math.exp(1.2)
+
+
+def test_signum_moves_every_entry_of_every_matrix_by_exactly_lr_whatever_its_size():
+    """Tiger's update with one fixed per-entry step: sign of the momentum times lr (plus decay lr x 0.01 x W), on a
+    large matrix, a small one and the embedding alike; vectors by lr / 2, as under Tiger."""
+    from tiedgpt import GPT
+    c = config(optimizer="signum", vocab_size=100, lr=1e-2)
+    model = GPT(c.model_config())
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = make_optimizer(model, c)
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    opt.step()
+    for name, p in model.named_parameters():
+        step = (before[name] * (1 - 1e-2 * 0.01) - p.detach()).abs() if p.dim() >= 2 else (before[name] - p).abs()
+        want = 1e-2 if p.dim() >= 2 else 0.5e-2
+        assert torch.allclose(step, torch.full_like(step, want), rtol=1e-4), name
 
 
 def test_make_optimizer_gives_each_tensor_its_references_rule():

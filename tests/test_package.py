@@ -21,6 +21,7 @@ LAYERS = {
     "cause": {"stats", "records", "claims", "plans"},
     "figures": {"stats", "records"},
     "reproduce": {"stats", "records", "plans"},
+    "stepsize": {"stats", "records"},
 }
 ENTRY_POINTS = {"reproduce", "budget"}  # run with python -m research.NAME
 

@@ -1,0 +1,320 @@
+"""
+The step-size sweep (appendix B section 12): is logn's lag under Tiger a matter of the step's size (H_S) or of the rest
+of the optimizer's configuration (H_C)? AdamW, Signum (one fixed per-entry step for every weight) and Tiger at several
+learning rates, in demo.py's setting. The plan, what each hypothesis predicts and the verdict rules were written
+before any of its runs: research/preregistrations/stepsize.md. Tested on synthetic data in tests/test_stepsize.py.
+
+    python -m research.stepsize                  # make the missing runs into out/stepsize/runs (resumable)
+    python -m research.stepsize --report=true    # the verdicts of the committed runs (research/runs/stepsize)
+"""
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+import demo
+from research.records import write_atomic
+from research.stats import interval
+from tiedgpt import GPT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMMITTED = os.path.join(ROOT, "research", "runs", "stepsize")
+STEPS_LR = (3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+CELLS = ([("adamw", lr) for lr in STEPS_LR] + [("signum", lr) for lr in STEPS_LR]
+         + [("tiger", lr) for lr in (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)])
+SEEDS = (1, 2, 3, 4, 5)
+CHECK_D = [("adamw", 3e-3), ("tiger", 3e-3)]  # seed 1 of these re-makes the committed demo (research/runs/demo.json)
+CHECK_TOLERANCE = 1e-3  # nats, every val loss of check D against the demo's
+LEFT_START = 0.5  # nats: ortho's mean val loss must fall at least this much by the last step for a cell to count
+NAMES = dict(adamw="AdamW", signum="Signum", tiger="Tiger")
+
+
+def settings(opt, lr):
+    """demo.Demo at the demo's defaults with `opt`'s lr set to `lr` (what makes the cell's runs)."""
+    return dataclasses.replace(demo.Demo(), **{f"lr_{opt}": lr})
+
+
+def run_config(opt, lr, arm, seed, dataset="shakespeare"):
+    return demo.run_config(settings(opt, lr), opt, arm, seed, dataset, "cpu")
+
+
+def order():
+    """Every run as (optimizer, lr, arm, seed), in the pre-registered order: check D, seeds 1-3 of every cell, seeds
+    4-5 of every cell."""
+    first = [(o, lr, a, 1) for o, lr in CHECK_D for a in demo.ARMS]
+    rest = [(o, lr, a, s) for seeds in (SEEDS[:3], SEEDS[3:]) for s in seeds for o, lr in CELLS for a in demo.ARMS]
+    return first + [r for r in rest if r not in first]
+
+
+def file_name(opt, lr, arm, seed):
+    return f"{opt}_lr={lr:g}__{arm}__seed={seed}.json"
+
+
+# ----------------------------------------------------------------------------------------------------
+# One run: demo.run_one, plus how far the embedding and the branches' output matrices moved from their init; a run that
+# diverges is kept as a result
+
+def moved_probe(config):
+    """A probe (model, step) -> dict: RMS over the entries of E - E(0) (emb_moved) and of the branches' output matrices
+    minus their init (proj_moved). The init is rebuilt from the seed as train.setup builds it (the global RNG is put back)."""
+    init = {}
+
+    @torch.no_grad()
+    def probe(model, step):
+        if not init:
+            state = torch.get_rng_state()
+            torch.manual_seed(config.seed)
+            fresh = GPT(model.config)
+            torch.set_rng_state(state)
+            init["E"] = fresh.transformer.wte.weight.detach().clone()
+            init["proj"] = [m.weight.detach().clone() for m in fresh.modules() if getattr(m, "RESIDUAL_OUT", False)]
+        projs = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
+        sq = sum((w - w0).pow(2).sum().item() for w, w0 in zip(projs, init["proj"]))
+        return dict(emb_moved=(model.transformer.wte.weight - init["E"]).pow(2).mean().sqrt().item(),
+                    proj_moved=math.sqrt(sq / sum(w.numel() for w in projs)))
+    return probe
+
+
+def run_one(config, on_step=lambda step: None):
+    """The run's record (demo.run_one's fields, emb_moved and proj_moved at every logged step, diverged=None), or for a
+    run that stopped on a non-finite loss the record up to there with diverged=<step>."""
+    from runtime import Diverged
+    try:
+        rec = demo.run_one(config, on_step, probes=[moved_probe(config)], keep=("emb_moved", "proj_moved"))
+        rec["diverged"] = None
+    except Diverged as e:
+        val = [(r["step"], r["val_subset_loss"]) for r in e.history if r.get("val_subset_loss") is not None]
+        rec = dict(optimizer=config.optimizer, arm=config.head, seed=config.seed, config=dataclasses.asdict(config),
+                   key=demo.config_key(config), steps=[s for s, _ in val], val=[v for _, v in val], diverged=e.step,
+                   finished=time.strftime("%Y-%m-%d %H:%M:%S"))
+    return rec
+
+
+# ----------------------------------------------------------------------------------------------------
+# The analysis (research/preregistrations/stepsize.md, "The statistics and the verdict rules")
+
+def load(folder=COMMITTED):
+    """Every run record in `folder` (one JSON file each)."""
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as f:
+                out.append(json.load(f))
+    return out
+
+
+def lr_of(run):
+    return run["config"]["lr"]
+
+
+def table(runs, seeds=None):
+    """{(optimizer, lr): cell} over the seeds every cell has (or `seeds`), each cell a dict: state ('diverged',
+    'did not leave its start', 'trained'), per-seed gaps G at the last step, their mean and 95% interval, the word,
+    ortho's mean val loss at step 0 and at the last step, and the mean gap curve with its pointwise interval."""
+    by = {}
+    for r in runs:
+        by.setdefault((r["optimizer"], lr_of(r)), {}).setdefault(r["arm"], {})[r["seed"]] = r
+    complete = [k for k in by if all(len(by[k].get(a, {})) for a in demo.ARMS)]
+    if seeds is None:
+        sets = [set(by[k]["logn"]) & set(by[k]["ortho"]) for k in complete]
+        seeds = sorted(set.intersection(*sets)) if sets else []
+    return {k: cell(by[k], seeds) for k in sorted(complete, key=lambda k: (k[0], k[1]))}
+
+
+def cell(arms, seeds):
+    logn, ortho = ([arms[a][s] for s in seeds if s in arms[a]] for a in demo.ARMS)
+    out = dict(seeds=[r["seed"] for r in logn], n=len(logn))
+    if any(r.get("diverged") is not None or r["val"][-1] > r["val"][0] for r in logn + ortho):
+        return dict(out, state="diverged", word=None)
+    g = np.array([np.array(a["val"]) - np.array(b["val"]) for a, b in zip(logn, ortho)])
+    o = np.array([b["val"] for b in ortho])
+    last = g[:, -1]
+    ci = interval(last, 0.95)
+    curve_ci = [interval(g[:, j], 0.95) for j in range(g.shape[1])]
+    left = o[:, 0].mean() - o[:, -1].mean()
+    return dict(out, state="trained" if left >= LEFT_START else "did not leave its start", word=demo.word(ci),
+                per_seed=last.tolist(), mean=float(last.mean()), ci95=ci, ortho_start=float(o[:, 0].mean()),
+                ortho_end=float(o[:, -1].mean()), steps=logn[0]["steps"], curve=g.mean(0).tolist(), curve_ci=curve_ci)
+
+
+def flips(words):
+    """Whether a rule says "yes" at some step and "no" at a larger one (words in the order of the steps)."""
+    return any(a == "yes" and "no" in words[i + 1:] for i, a in enumerate(words))
+
+
+def answer(tab):
+    """The pre-registered answer from the trained cells of AdamW and Signum: 'H_S', 'H_C', 'both' or 'undecided'."""
+    words = {o: [c["word"] for (opt, lr), c in sorted(tab.items()) if opt == o and c["state"] == "trained"]
+             for o in ("adamw", "signum")}
+    a, s = words["adamw"], words["signum"]
+    a_flips, s_flips = flips(a), flips(s)
+    a_hc = "yes" not in a and "no" in a  # AdamW keeps H_C's answer: only "no"
+    s_hc = "no" not in s and "yes" in s  # Signum keeps H_C's answer: only "yes"
+    if a_flips and s_flips:
+        return "H_S"
+    if a_hc and s_hc:
+        return "H_C"
+    if (a_flips and s_hc) or (s_flips and a_hc):
+        return "both"
+    return "undecided"
+
+
+def tracking(tab, runs):
+    """At each lr where AdamW and Signum are both trained: Signum's gap minus AdamW's, paired by seed (descriptive)."""
+    out = {}
+    for lr in STEPS_LR:
+        a, s = tab.get(("adamw", lr)), tab.get(("signum", lr))
+        if not (a and s and a["state"] == s["state"] == "trained"):
+            continue
+        pa, ps = dict(zip(a["seeds"], a["per_seed"])), dict(zip(s["seeds"], s["per_seed"]))
+        d = np.array([ps[k] - pa[k] for k in sorted(set(pa) & set(ps))])
+        out[lr] = dict(n=len(d), mean=float(d.mean()), ci95=interval(d, 0.95))
+    return out
+
+
+def per_entry_step(opt, lr, n):
+    """(low, high) per-entry step on the embedding at the peak lr: lr for AdamW and Signum; for Tiger lr x the RMS of
+    the rows at init, logn's sigma = ln(n)/d to ortho's (the demo's d sigma over d)."""
+    if opt != "tiger":
+        return lr, lr
+    s = demo.Demo()
+    return lr * math.log(n) / s.n_embd, lr * s.ortho_dsigma / s.n_embd
+
+
+# ----------------------------------------------------------------------------------------------------
+# The figure and the report
+
+COLORS = dict(adamw="tab:blue", signum="tab:green", tiger="tab:orange")
+
+
+def figure(tab, n=11706):
+    """Two panels. Left: the gap at the last step (mean, 95% interval over seeds) against the per-entry step on the
+    embedding, one line per optimizer. Right: the same gaps against ortho's val loss at that step (how far training
+    got). Filled: trained; hollow: did not leave its start; x: diverged (drawn at 0). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for opt in COLORS:
+        rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt)
+        if not rows:
+            continue
+        col = COLORS[opt]
+        x = [math.sqrt(np.prod(per_entry_step(opt, lr, n))) for lr, _ in rows]
+        ok = [(xi, c) for xi, (_, c) in zip(x, rows) if c["state"] != "diverged"]
+        if ok:
+            ax.plot([p for p, _ in ok], [c["mean"] for _, c in ok], color=col, lw=1.5, label=NAMES[opt])
+            bx.plot([c["ortho_end"] for _, c in ok], [c["mean"] for _, c in ok], color=col, lw=1.0, alpha=0.6,
+                    label=NAMES[opt])
+        for xi, (lr, c) in zip(x, rows):
+            if c["state"] == "diverged":
+                ax.plot([xi], [0], "x", color=col, ms=9, mew=2)
+                continue
+            face = col if c["state"] == "trained" else "white"
+            lo, hi = per_entry_step(opt, lr, n)
+            ax.errorbar([xi], [c["mean"]], yerr=[[c["mean"] - c["ci95"][0]], [c["ci95"][1] - c["mean"]]],
+                        xerr=[[xi - lo], [hi - xi]] if hi > lo else None, fmt="o", color=col, mfc=face, ms=6)
+            bx.errorbar([c["ortho_end"]], [c["mean"]], yerr=[[c["mean"] - c["ci95"][0]], [c["ci95"][1] - c["mean"]]],
+                        fmt="o", color=col, mfc=face, ms=6)
+    for a in (ax, bx):
+        a.axhline(0, color="black", lw=0.8)
+        a.set_ylabel("logn - ortho, val loss at step 100 (nats)")
+        a.legend(fontsize=9)
+    ax.set(xscale="log", xlabel="per-entry step on the embedding at the peak lr (Tiger: logn's to ortho's rows)",
+           title="Above 0: logn slowest. Filled: trained; hollow: hardly moved; x: diverged")
+    bx.set(xlabel="ortho's val loss at step 100 (lower: training got further)",
+           title="The same gaps against how far training got")
+    bx.invert_xaxis()
+    fig.tight_layout()
+    return fig
+
+
+def cell_line(opt, lr, c):
+    name = f"{NAMES[opt]} lr {lr:g}"
+    if c["state"] == "diverged":
+        return f"  {name:18s} diverged"
+    ci = c["ci95"]
+    note = "" if c["state"] == "trained" else " (hardly moved: counts for neither)"
+    return (f"  {name:18s} {c['word']:10s} {c['mean']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]  ortho "
+            f"{c['ortho_start']:.2f} -> {c['ortho_end']:.2f}{note}")
+
+
+PREDICTIONS = dict(H_S="AdamW 'yes' at small steps and 'no' at large; Signum likewise",
+                   H_C="AdamW 'no' at every trained step; Signum 'yes' at every trained step")
+
+
+def report_lines(tab, runs):
+    seeds = sorted({s for c in tab.values() for s in c["seeds"]})
+    lines = [f"logn - ortho at step 100, {len(seeds)} paired seeds ({', '.join(map(str, seeds))}): word, mean "
+             f"[95% interval]"]
+    lines += [cell_line(o, lr, c) for (o, lr), c in sorted(tab.items(), key=lambda kv: (list(NAMES).index(kv[0][0]),
+                                                                                           kv[0][1]))]
+    lines += [f"predicted under {h}: {p}" for h, p in PREDICTIONS.items()]
+    lines.append(f"the answer (pre-registered rule): {answer(tab)}")
+    for lr, t in tracking(tab, runs).items():
+        lines.append(f"  Signum - AdamW at step {lr:g}: {t['mean']:+.2f} [{t['ci95'][0]:+.2f}, {t['ci95'][1]:+.2f}]")
+    return lines
+
+
+def check_d(runs, committed=demo.COMMITTED):
+    """Check D: seed 1 of the demo's two cells against the committed demo, run by run: the largest |difference| of the
+    val losses, and whether the printed gap at the last step (two decimals) is the demo's."""
+    ref = demo.load_result(committed)
+    old = {(r["optimizer"], r["arm"], r["seed"]): r for r in ref["runs"]}
+    new = {(r["optimizer"], r["arm"], r["seed"]): r for r in runs if (r["optimizer"], lr_of(r)) in CHECK_D}
+    rows = []
+    for opt, _ in CHECK_D:
+        pair = [(old.get((opt, a, 1)), new.get((opt, a, 1))) for a in demo.ARMS]
+        if not all(a and b for a, b in pair):
+            continue
+        diff = max(abs(x - y) for a, b in pair for x, y in zip(a["val"], b["val"]))
+        gaps = [f"{p[0]['val'][-1] - p[1]['val'][-1]:+.2f}" for p in zip(*pair)]  # (demo's, the sweep's)
+        rows.append(dict(optimizer=opt, max_abs_diff=diff, gap_demo=gaps[0], gap_sweep=gaps[1],
+                         passed=diff <= CHECK_TOLERANCE and gaps[0] == gaps[1]))
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------------
+# Making the runs
+
+@dataclasses.dataclass
+class Sweep:
+    out: str = demo.flag("out/stepsize", "folder for runs/ (relative to the repository root)")
+    workers: int = demo.flag(2, "processes side by side, one thread each")
+    seeds: str = demo.flag("1,2,3,4,5", "which seeds to make (the pre-registered order within them)")
+    report: bool = demo.flag(False, "true: print the verdicts of --runs instead of making runs")
+    runs: str = demo.flag(COMMITTED, "with report: the folder of run records to read")
+
+
+def main(argv):
+    from tqdm.auto import tqdm
+    from train import parse_args
+    try:
+        s = parse_args(argv, Sweep, __doc__)
+    except ValueError as e:
+        print(f"stepsize: {e}", file=sys.stderr)
+        return 2
+    if s.report:
+        runs = load(s.runs)
+        print("\n".join(report_lines(table(runs), runs)))
+        return 0
+    seeds = demo.seeds_of(s.seeds)
+    runs_dir = os.path.join(s.out if os.path.isabs(s.out) else os.path.join(ROOT, s.out), "runs")
+    os.makedirs(runs_dir, exist_ok=True)
+    jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
+            for o, lr, a, seed in order() if seed in seeds]
+    todo = [(p, c) for p, c in jobs if not os.path.exists(p)]
+    print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
+    bar = tqdm(total=sum(c.max_iters for _, c in todo), unit="step", disable=True)
+    demo.run_all(todo, s.workers, 1, bar, print, run=run_one)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
