@@ -25,7 +25,8 @@ import train
 from data.prepare import load_data
 from fused_loss import FusedLoss
 from optim import make_optimizer
-from runtime import PEAK_TFLOPS, TrainingError, flops_per_token, setup_device
+from errors import TrainingError
+from machine import PEAK_TFLOPS, flops_per_token, setup_device
 from tiedgpt import GPT
 from train import Config, get_batch
 

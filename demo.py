@@ -78,10 +78,14 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from runtime import in_notebook  # noqa: E402
+from machine import in_notebook  # noqa: E402
 from tiedgpt import flag  # noqa: E402
-from train import Config, TrainingError, convert, load_data, setup_device, train  # noqa: E402
-from train import parse_args as train_parse_args  # noqa: E402
+from config import Config, convert  # noqa: E402
+from config import parse_args as config_parse_args  # noqa: E402
+from data.prepare import load_data  # noqa: E402
+from errors import TrainingError  # noqa: E402
+from machine import setup_device  # noqa: E402
+from train import train  # noqa: E402
 
 from research import records  # noqa: E402  (research/records.py: how a run is stored and read)
 from research.stats import interval, t_quantile  # noqa: E402  (research/stats.py: the campaigns' t interval)
@@ -156,14 +160,14 @@ TINY = dict(seeds="1,2", steps=4, n_embd=16, n_layer=1, n_head=1, batch_size=2, 
 
 
 def parse_args(argv):
-    """Demo from --key=value flags (train.parse_args); --tiny puts TINY's settings under the flags given."""
+    """Demo from --key=value flags (config.parse_args); --tiny puts TINY's settings under the flags given."""
     if any(a in ("-h", "--help") for a in argv):
         argv = ["--help"]  # the help, whatever else was given
     argv = [f"{a}=true" if a in ("--tiny", "--fresh") else a for a in argv]
     tiny = [a.partition("=")[2] for a in argv if a.startswith("--tiny=")]
     if tiny and convert(next(f for f in fields(Demo) if f.name == "tiny"), tiny[-1]):
         argv = [f"--{k}={v}" for k, v in TINY.items()] + argv  # a later flag wins
-    return train_parse_args(argv, Demo, __doc__)
+    return config_parse_args(argv, Demo, __doc__)
 
 
 def seeds_of(text):

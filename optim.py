@@ -196,8 +196,8 @@ TIGER_RESIDUAL_STD = 1e-4
 
 
 def check_settings(c):
-    """Refuse, in one line, optimizer settings of Config c that can't mean anything, and give Tiger its near-zero
-    residual branches (TIGER_RESIDUAL_STD) where c asks for zero-initialised ones without saying how near."""
+    """Refuse, in one line, optimizer settings of Config c that can't mean anything. (It reads c and changes nothing:
+    Config gives Tiger its near-zero branches, TIGER_RESIDUAL_STD, before it asks.)"""
     if c.optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {c.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
     if c.relative not in RELATIVE:
@@ -206,15 +206,12 @@ def check_settings(c):
     if c.relative != "all" and (absolute or (c.optimizer == "lamb" and c.relative != "none")):
         raise ValueError(f"relative={c.relative} is not defined for optimizer={c.optimizer} (adamw's and signum's "
                          "steps are already absolute; lamb takes all or none, tiger any of all, embedding, body, none)")
-    if c.optimizer == "tiger" and c.zero_init_residual:
+    if c.optimizer == "tiger" and c.zero_init_residual and c.residual_std == 0:
         # Tiger steps each matrix by lr * RMS(matrix): exact zeros (RMS 0) would never move, and the blocks
         # would stay the identity for ever. Near-zero branches keep the fresh model the 2-gram model.
-        if c.residual_std is None:
-            c.residual_std = TIGER_RESIDUAL_STD
-        elif c.residual_std == 0:
-            raise ValueError("optimizer=tiger moves each matrix by lr x its own RMS, so residual branches that start "
-                             "at exactly zero (residual_std=0) never move; give a small --residual_std (default "
-                             f"under tiger: {TIGER_RESIDUAL_STD:g}) or --zero_init_residual=false")
+        raise ValueError("optimizer=tiger moves each matrix by lr x its own RMS, so residual branches that start "
+                         "at exactly zero (residual_std=0) never move; give a small --residual_std (default "
+                         f"under tiger: {TIGER_RESIDUAL_STD:g}) or --zero_init_residual=false")
     if (c.weight_decay is not None and c.weight_decay < 0) or c.grad_clip < 0 or not 0 <= min(c.beta1, c.beta2) \
             or not max(c.beta1, c.beta2) < 1:
         raise ValueError("weight_decay and grad_clip must be >= 0, betas in [0, 1)")
@@ -232,7 +229,7 @@ def make_optimizer(model, c):
     BERT's for LAMB, and tiger.py's for its 'bias|beta|gamma' variables."""
     params = [p for p in model.parameters() if p.requires_grad]
     matrices, vectors = [p for p in params if p.dim() >= 2], [p for p in params if p.dim() < 2]
-    wd = DEFAULT_WEIGHT_DECAY[c.optimizer] if c.weight_decay is None else c.weight_decay
+    wd = c.resolved()["weight_decay"]
     # the token embedding (tied: also the output head) and a learned position table: Tiger moves them row by row
     tables = [model.transformer.wte.weight] + ([model.transformer.wpe.weight] if "wpe" in model.transformer else [])
     rows = [p for p in matrices if any(p is t for t in tables)]

@@ -12,13 +12,14 @@ or several GPUs (or CPU processes) with DistributedDataParallel:
 Every field of Config is a --key=value flag (python train.py --help lists them). Output goes to out_dir
 (default out/<head>): config.json (the resolved config and the environment), metrics.jsonl (one row per
 logged step) and ckpt.pt (written atomically at every evaluation and on Ctrl-C). --resume=true continues
-from ckpt.pt, as the run that was checkpointed (runtime.py says what that means, and what else keeps a run safe).
+from ckpt.pt, as the run that was checkpointed (checkpoint.py says what that means; rundir.py what keeps a run's folder
+its own).
 
-The file reads in the order a run happens: the Config; 1. data; 2. model, optimizer (setup) and the training loop
-(`_train`: evaluate / checkpoint -> batch -> lr -> forward -> backward -> clip -> step -> log), with the helpers
-it calls just above it; 3. the end (final line, a sample); then the command line. Beside it: optim.py (the
-optimizers), runtime.py (device, checkpoints, the out_dir's lock, signals, progress bar), probes.py (what
---log_rows measures) and bench.py (python bench.py --bench=N times steps).
+The file reads in the order a run happens: 1. data; 2. model, optimizer (setup) and the training loop (`_train`:
+evaluate / checkpoint -> batch -> lr -> forward -> backward -> clip -> step -> log), with the helpers it calls just
+above it; 3. the end (final line, a sample); then the command line. Beside it: config.py (every setting, Config),
+optim.py (the optimizers), checkpoint.py and rundir.py (ckpt.pt; the out_dir's lock and files, resuming), machine.py
+(device, processes, memory), errors.py, probes.py (what --log_rows measures) and bench.py (times steps).
 
 From Python (notebooks): `from train import Config, train; history = train(Config(head="logn"))`.
 """
@@ -26,118 +27,27 @@ From Python (notebooks): `from train import Config, train; history = train(Confi
 import dataclasses
 import math
 import os
+import signal
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.distributed as dist
+from tqdm.auto import tqdm
 
+from checkpoint import data_identity, save_checkpoint
+from config import Config, parse_args
 from data.prepare import get_encoding, load_data, split_windows
+from errors import Diverged, explain
 from fused_loss import FusedLoss
-from optim import check_settings, make_optimizer
+from machine import PEAK_TFLOPS, check_memory, flops_per_token, in_notebook, setup_device, setup_processes
+from optim import make_optimizer
 from probes import row_probe, weight_stats
-from runtime import (MODEL_FIELDS, Diverged, TrainingError, append_row, catch_stop_signals, check_device_settings,
-                     check_finite, check_memory, checkpoint, claim_out_dir, data_identity, explain,
-                     last_checkpoint, progress_bar, release_out_dir, restore_signals, setup_device, setup_processes,
-                     show_progress, start_state, write_run_files)
-from tiedgpt import GPT, GPTConfig, flag, predicted_initial_loss
-
-
-@dataclass
-class Config(GPTConfig):
-    """GPTConfig's model fields, then the training fields: each a --key=value flag, its help in its metadata. The
-    defaults train a 4x256 model on Tiny Shakespeare that shows the tied-head story on a 2-core CPU in a few minutes:
-    the first loss of `tied` is ~16 (d sigma = sqrt(256)), the fixes start near ln n."""
-    block_size: int = flag(128, "context length T in tokens")
-    # the same loss as GPT.forward's F.cross_entropy, without building the (B*T) x n logits (fused_loss.py)
-    fused_loss: bool = flag(True, "compute head + cross-entropy together without building the logits (true|false)")
-    # data
-    dataset: str = flag("shakespeare", "shakespeare (downloaded once) | pydoc_topics (or use --input)")
-    input: str = flag(None, "any UTF-8 text file to train on; prepared into data/<file stem>/ on first use")
-    # 'corpus': the softmax runs over the tokens the corpus uses (11,706 for Tiny Shakespeare), renumbered 0..n-1:
-    # a speed knob for teaching; it changes n, and every result made with it must say so
-    vocab: str = flag("full", "full (all 50257 tokens) | corpus (only the tokens the data use: smaller n, faster)")
-    batch_size: int = flag(8, "sequences per step, over all processes")
-    # optimisation: linear warmup then cosine decay to min_lr. 'adamw' steps are absolute (~lr per coordinate);
-    # 'tiger' and 'lamb' step by a fraction lr of each weight's own size (optim.py, lesson 05)
-    optimizer: str = flag("adamw", "adamw | signum (absolute steps) | tiger | lamb (relative to each weight's size)")
-    max_iters: int = flag(300, "training steps")
-    lr: float = flag(1e-3, "peak learning rate (> 0)")
-    min_lr: float = flag(None, "final learning rate of the cosine (None: lr/10)")
-    warmup_iters: int = flag(20, "linear warmup steps")
-    lr_decay_iters: int = flag(None, "steps of the cosine decay (None: max_iters)")
-    weight_decay: float = flag(None, "weight decay of matrices (>= 0; None: adamw 0.1 as nanoGPT, tiger and lamb "
-                                     "0.01, their references')")
-    # 'none': the optimizers' absolute twins, a step scale frozen at the first step (see optim.py)
-    relative: str = flag("all", "tiger/lamb: which weights step relative to their size: all (as published) | none | "
-                                "embedding | body (tiger only)")
-    beta1: float = flag(0.9, "AdamW beta1 in [0, 1) (tiger and lamb use their references' constants: leave it)")
-    beta2: float = flag(0.95, "AdamW beta2 in [0, 1) (likewise)")
-    grad_clip: float = flag(1.0, "clip the gradient norm to this (0: off)")
-    # False: the foreach implementation nanoGPT gets on a CPU. Same update up to float rounding (tested)
-    fused_adamw: bool = flag(True, "torch's fused AdamW, one pass per tensor (true) or the foreach one (false)")
-    # evaluation and logging
-    eval_interval: int = flag(50, "steps between evaluations and checkpoints")
-    eval_iters: int = flag(10, "batches per loss estimate (the same batches at every evaluation)")
-    # True: val_loss over every non-overlapping window of the val split (each token predicted once; 33.8K tokens on
-    # Tiny Shakespeare), so that measurement noise is small next to the differences between seeds
-    eval_full_val: bool = flag(False, "val loss over the whole val split instead of eval_iters batches (true|false)")
-    # the first steps, where heads differ most, seen densely at a fraction of a whole-split evaluation's cost
-    dense_val_until: int = flag(0, "up to this step, also val_subset_loss every log_interval steps (0: off)")
-    dense_val_windows: int = flag(128, "windows of the val split in that subset (evenly spaced; >= 1)")
-    log_interval: int = flag(10, "steps between logged rows")
-    # how far E's rows turned from their init, how much of the 2-gram self-logit is left, how much the residual
-    # branches add to what the head sees (lesson 05, section 10)
-    log_rows: bool = flag(False, "also log emb_turn, self_logit, branch_ratio and head_scale (probes.row_probe)")
-    seed: int = flag(1337, "model init (and dropout) seed, in [0, 2**63)")
-    data_seed: int = flag(None, "batch-order seed (None: the same as seed); fix it to give every run the same data")
-    # system
-    device: str = flag("auto", "auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N | mps (Apple GPUs; untested)")
-    dtype: str = flag("auto", "auto (bfloat16 on GPUs that have it, else float32) | float32 | bfloat16")
-    compile: bool = flag(False, "torch.compile the model (true|false)")
-    # A folder that holds an earlier run's checkpoint is refused unless resume or overwrite says what to do with it
-    out_dir: str = flag(None, "folder for config.json, metrics.jsonl, ckpt.pt (None: out/<head>; '': write nothing)")
-    resume: bool = flag(False, "continue from out_dir/ckpt.pt (true|false)")
-    overwrite: bool = flag(False, "replace an earlier run's checkpoint in out_dir (true|false)")
-    sample_tokens: int = flag(100, "tokens of text to print at the end (0: none)")
-    bench: int = flag(0, "python bench.py: time this many steps (after 2 warm-up steps), print speed and memory")
-    bench_baseline: bool = flag(False, "with bench: also time the nanoGPT-style path of the same shape, print ratios")
-    bench_profile: bool = flag(False, "with bench: print torch.profiler's costliest ops (true|false)")
-
-    def __post_init__(self):
-        for f in fields(self):  # NaN or inf can't mean anything for any setting here
-            v = getattr(self, f.name)
-            if isinstance(v, float) and not math.isfinite(v):
-                raise ValueError(f"{f.name} must be a finite number, got {v}")
-        check_settings(self)  # the optimizer's (optim.py)
-        check_device_settings(self)  # the machine's (runtime.py)
-        super().__post_init__()  # the model's (tiedgpt.py)
-        if self.out_dir is None:
-            self.out_dir = os.path.join("out", self.head)
-        for name in ("seed", "data_seed"):
-            v = getattr(self, name)
-            if v is not None and not 0 <= v < 2 ** 63:
-                raise ValueError(f"{name} must be in [0, 2**63), got {v}")
-        # dense_val_windows=0 once meant "all of them" without saying so: eval_full_val is that
-        least = dict(batch_size=1, eval_iters=1, log_interval=1, eval_interval=1, dense_val_windows=1, max_iters=0,
-                     warmup_iters=0, sample_tokens=0, bench=0, dense_val_until=0)
-        for name, low in least.items():
-            if getattr(self, name) < low:
-                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
-        if not self.lr > 0 or (self.min_lr is not None and self.min_lr < 0):
-            raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
-        if (self.bench_baseline or self.bench_profile) and not self.bench:
-            raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
-        if self.vocab not in ("full", "corpus"):
-            raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
-        if self.resume and self.overwrite:
-            raise ValueError("resume and overwrite contradict each other: continue the run, or replace it")
-
-    def model_config(self):
-        return GPTConfig(**{k: getattr(self, k) for k in MODEL_FIELDS})
+from rundir import append_row, claim_out_dir, release_out_dir, start_state, write_run_files
+from tiedgpt import GPT, predicted_initial_loss
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -178,7 +88,7 @@ def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut
 @dataclass
 class Run:
     """Everything the loop and its helpers share: what setup() makes once, then where the run stands, which the
-    loop advances (a fresh run starts at step 0; a resumed one where its checkpoint left off: runtime.start_state)."""
+    loop advances (a fresh run starts at step 0; a resumed one where its checkpoint left off: rundir.start_state)."""
     c: Config
     model: torch.nn.Module  # the model itself: evaluated, checkpointed, sampled
     loss_model: torch.nn.Module  # (idx, targets) -> (logits or None, loss): FusedLoss(model) with fused_loss
@@ -204,7 +114,7 @@ class Run:
     loss_sum: torch.Tensor  # training losses summed since the last logged row, on the device (no sync per step)
     n_summed: int  # how many
     history: list  # the logged rows
-    ckpt_step: int  # the step of the last checkpoint this run wrote or resumed from (runtime.last_checkpoint)
+    ckpt_step: int  # the step of the last checkpoint this run wrote or resumed from (last_checkpoint)
     emb0: torch.Tensor  # E at init, with log_rows (probes.row_probe)
     first_bad: torch.Tensor = None  # the first step whose loss was not finite (-1: none), on the device
     t0: float = 0.0  # wall-clock start, and the time and step of the last logged row (tokens/s)
@@ -233,7 +143,7 @@ def setup(c, log, held, probes=()):
     torch.manual_seed(c.seed)  # the model's init; then the batches' order, from data_seed
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)  # optim.py
-    gen = torch.Generator().manual_seed(c.seed if c.data_seed is None else c.data_seed)
+    gen = torch.Generator().manual_seed(c.resolved()["data_seed"])
     state = start_state(c, model, optimizer, gen, data_id, device, log)
     if master and c.out_dir:
         write_run_files(c, meta, device, world, state["history"])
@@ -262,14 +172,42 @@ def setup(c, log, held, probes=()):
 
 def lr_at(it, c):
     """Linear warmup to lr over warmup_iters, then cosine from lr down to min_lr at lr_decay_iters."""
-    min_lr = c.lr / 10 if c.min_lr is None else c.min_lr
-    decay_iters = c.max_iters if c.lr_decay_iters is None else c.lr_decay_iters
+    min_lr, decay_iters = c.resolved()["min_lr"], c.resolved()["lr_decay_iters"]
     if it < c.warmup_iters:
         return c.lr * (it + 1) / (c.warmup_iters + 1)
     if it >= decay_iters:
         return min_lr
     progress = (it - c.warmup_iters) / max(1, decay_iters - c.warmup_iters)
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (c.lr - min_lr)
+
+
+def checkpoint(run):
+    """Write ckpt.pt for the weights after run.step updates. loss_sum (the losses summed since the last row) is
+    averaged over the processes first, so that it is the global batch's, as logged."""
+    total = run.loss_sum.clone()
+    if run.ddp:
+        dist.all_reduce(total)
+        total /= run.world
+    if run.master and run.ckpt_path:
+        save_checkpoint(run.ckpt_path, run.model, run.optimizer, run.step, run.c, run.gen, run.data_id, run.tokens,
+                        total.item(), run.n_summed, emb0=run.emb0)
+    if run.ckpt_path:  # every process: each may be the one that reports a divergence
+        run.ckpt_step = run.step
+
+
+def last_checkpoint(run):
+    """What a divergence message says of checkpoints: the last one that exists and was written (or resumed from)
+    before the first non-finite value (every checkpoint is written after the checks that cover the steps before it,
+    and a resumed one was checked finite), or that there is none."""
+    if run.ckpt_path and run.ckpt_step is not None and os.path.exists(run.ckpt_path):
+        return f"the last checkpoint before it is kept: {run.ckpt_path}, step {run.ckpt_step}"
+    return "no checkpoint was written before it" + ("" if run.ckpt_path else " (out_dir='' writes none)")
+
+
+def check_finite(run):
+    """Stop, naming the step, if a training loss since the last check was not finite (run.first_bad >= 0)."""
+    if (bad := run.first_bad.item()) >= 0:
+        raise Diverged(f"non-finite loss at step {bad}; stopping ({last_checkpoint(run)})", bad)
 
 
 @torch.no_grad()
@@ -349,6 +287,43 @@ def log_row(run, row, lr, grad_norm, emb_grad_norm):
     run.n_summed, run.t_last, run.step_last = 0, now, step + 1
     if run.master:
         append_row(run.history, row, run.metrics_path)
+
+
+def catch_stop_signals():
+    """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
+    checkpoint and stops. Returns (that list, the previous handlers for restore_signals)."""
+    stop, handlers = [], {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            handlers[sig] = signal.signal(sig, lambda *_: stop.append(True))
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+    return stop, handlers
+
+
+def restore_signals(handlers):
+    """Put back the signal handlers catch_stop_signals replaced."""
+    for sig, h in handlers.items():
+        signal.signal(sig, h)
+
+
+def progress_bar(c, step, show, log):
+    """(bar, say, plain). The bar redraws one line with carriage returns: right for a terminal or a notebook,
+    unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line
+    instead (plain=True). say() prints a line without breaking the bar."""
+    interactive = sys.stdout.isatty() or in_notebook()
+    bar = tqdm(total=c.max_iters, initial=step, disable=not (show and interactive), dynamic_ncols=True)
+    return bar, (bar.write if not bar.disable else log), show and bar.disable
+
+
+def show_progress(bar, plain, log, run, row):
+    """A logged row on the bar (loss, tokens/s, MFU on a GPU), or as one plain line."""
+    postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
+    if run.device.type == "cuda":
+        postfix["mfu"] = f"{100 * flops_per_token(run.model) * row['tokens_per_s'] / (PEAK_TFLOPS * 1e12):.1f}%"
+    bar.set_postfix(postfix, refresh=False)
+    if plain:
+        log(f"step {row['step']}/{run.c.max_iters}: loss {row['train_loss']:.4f}, {row['tokens_per_s']:,.0f} tokens/s")
 
 
 def train(c, progress=True, log=print, probes=()):
@@ -445,45 +420,15 @@ def finish(run, seconds, log):
 # ----------------------------------------------------------------------------------------------------
 # Command line: --key=value over Config
 
-def parse_args(argv, cls=Config, doc=__doc__):
-    """A `cls` (Config; demo.py's Demo) from --key=value flags, each read as its field's type; --help lists them."""
-    known = {f.name: f for f in fields(cls)}
-    kw = {}
-    for arg in argv:
-        if arg in ("-h", "--help"):
-            print(doc.strip() + "\n\nflags (--key=value, default shown):")
-            width = max(len(f"--{f.name}={f.default}") for f in fields(cls))
-            for f in fields(cls):
-                print(f"  {f'--{f.name}={f.default}':{width}}  {f.metadata.get('help', '')}")
-            sys.exit(0)
-        key, eq, val = arg[2:].partition("=")
-        if not arg.startswith("--") or not eq:
-            raise ValueError(f"bad argument {arg!r}: flags look like --key=value (see --help)")
-        if key not in known:
-            raise ValueError(f"unknown flag --{key} (see --help for the list)")
-        kw[key] = convert(known[key], val)
-    return cls(**kw)
 
 
-def convert(f, val):
-    """A flag's text as dataclass field f's type (its annotation): None where that is the default, true/false, or
-    int, float, str."""
-    if val.lower() == "none" and f.default is None:
-        return None
-    try:
-        if f.type is bool:
-            return dict(true=True, yes=True, false=False, no=False, **{"1": True, "0": False})[val.lower()]
-        return f.type(val)
-    except (KeyError, ValueError):
-        kind = "true or false" if f.type is bool else f.type.__name__
-        raise ValueError(f"--{f.name} expects {kind}, got {val!r}") from None
 
 
 def main(argv, task=None):
     """The command line: a Config from the flags, then `task` with it (train; bench.py passes its benchmark). Every
-    problem the user can act on is one line on stderr and a non-zero exit (runtime.explain); a bug is a traceback."""
+    problem the user can act on is one line on stderr and a non-zero exit (errors.explain); a bug is a traceback."""
     try:
-        config = parse_args(argv)
+        config = parse_args(argv, doc=__doc__)
         if config.bench and task is None:
             raise ValueError("--bench times steps instead of training: python bench.py --bench=N (same flags)")
         (task or train)(config)

@@ -19,7 +19,8 @@ from research.records import (START_STEPS, STAT_WORDS, STATS, first_logged, last
                      stack, start, val_curve)
 from research.stats import MIN_SEEDS, compare, pooled_sd
 from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
-from train import Config, lr_at
+from config import Config
+from train import lr_at
 
 # The commit that wrote the pre-registration and the plan, recorded here on 2026-11-25 after Tiger's runs were in (a commit
 # can't name itself). Every campaign run records the commit it ran at (reproduce.py's git_commit); the campaign runs

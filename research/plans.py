@@ -19,7 +19,7 @@ import numpy as np
 from research import records
 from data.prepare import load_data
 from research.stats import MARGIN
-from train import Config
+from config import Config
 
 CORE_HEADS = ["tied", "logn", "untied", "ortho", "shuffle"]  # the post's comparison
 # bert (dense + bias + activation after the norm) and channel (ShuffleNet's channel shuffle) are fixes the post

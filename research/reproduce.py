@@ -44,7 +44,8 @@ from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: 
 from probes import window_losses  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
-from train import Diverged, TrainingError, evaluations_at, train  # noqa: E402
+from errors import Diverged, TrainingError  # noqa: E402
+from train import evaluations_at, train  # noqa: E402
 
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
         "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio", "head_opnorm",

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 import demo
-from research.records import write_atomic
 from research.stats import interval
 from tiedgpt import GPT
 
@@ -84,7 +83,7 @@ def moved_probe(config):
 def run_one(config, on_step=lambda step: None):
     """The run's record (demo.run_one's fields, emb_moved and proj_moved at every logged step, diverged=None), or for a
     run that stopped on a non-finite loss the record up to there with diverged=<step>."""
-    from runtime import Diverged
+    from errors import Diverged
     try:
         rec = demo.run_one(config, on_step, probes=[moved_probe(config)], keep=("emb_moved", "proj_moved"))
         rec["diverged"] = None
@@ -294,7 +293,7 @@ class Sweep:
 
 def main(argv):
     from tqdm.auto import tqdm
-    from train import parse_args
+    from config import parse_args
     try:
         s = parse_args(argv, Sweep, __doc__)
     except ValueError as e:

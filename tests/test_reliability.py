@@ -13,7 +13,8 @@ import torch
 import train as T
 from conftest import TINY, config, rows  # and the fixture data_dir
 from probes import emb_turn
-from runtime import load_checkpoint
+from checkpoint import load_checkpoint
+from errors import Diverged, TrainingError
 
 
 def quiet(*_):
@@ -61,7 +62,7 @@ def test_a_killed_overwrite_run_can_never_be_resumed_into_the_old_runs_weights(d
                 progress=False, log=quiet)
     monkeypatch.setattr(T, "lr_at", real_lr_at)
     assert not (tmp_path / "ckpt.pt").exists()
-    with pytest.raises(T.TrainingError, match="no checkpoint"):
+    with pytest.raises(TrainingError, match="no checkpoint"):
         T.train(config(max_iters=20, eval_interval=10, lr=3e-3, resume=True, out_dir=str(tmp_path)),
                 progress=False, log=quiet)
 
@@ -86,7 +87,7 @@ def test_a_changed_seed_on_resume_is_one_line_naming_both_values_and_the_way_out
 ])
 def test_every_setting_that_changes_what_is_computed_or_logged_is_checked_on_resume(made, field, value):
     same = dict(max_iters=6, lr_decay_iters=4, eval_interval=2, dense_val_until=2, dense_val_windows=8, log_rows=True)
-    with pytest.raises(T.TrainingError, match=f"{field}=") as e:
+    with pytest.raises(TrainingError, match=f"{field}=") as e:
         load_checkpoint(str(made / "ckpt.pt"), config(**{**same, field: value}))
     assert "\n" not in str(e.value)
     load_checkpoint(str(made / "ckpt.pt"), config(**same))  # and the same settings resume
@@ -106,7 +107,7 @@ def test_extending_a_run_keeps_its_schedule_or_is_refused(data_dir, tmp_path):
     at the larger max_iters from the start, row for row."""
     kw = dict(eval_interval=2, out_dir=str(tmp_path))
     T.train(config(max_iters=4, **kw), progress=False, log=quiet)
-    with pytest.raises(T.TrainingError, match=r"lr_decay_iters=None, i.e. max_iters = 4 \(now None, i.e. max_iters "
+    with pytest.raises(TrainingError, match=r"lr_decay_iters=None, i.e. max_iters = 4 \(now None, i.e. max_iters "
                                               r"= 8\).*--lr_decay_iters=4"):
         T.train(config(max_iters=8, resume=True, **kw), progress=False, log=quiet)
     T.train(config(max_iters=8, lr_decay_iters=4, resume=True, **kw), progress=False, log=quiet)
@@ -117,7 +118,7 @@ def test_extending_a_run_keeps_its_schedule_or_is_refused(data_dir, tmp_path):
 
 
 def test_resuming_with_max_iters_below_the_checkpoints_step_is_refused(made):
-    with pytest.raises(T.TrainingError, match="at step 4, past --max_iters=3"):
+    with pytest.raises(TrainingError, match="at step 4, past --max_iters=3"):
         load_checkpoint(str(made / "ckpt.pt"), config(max_iters=3, lr_decay_iters=4, eval_interval=2,
                                                         dense_val_until=2, dense_val_windows=8, log_rows=True))
 
@@ -216,7 +217,7 @@ def test_a_divergence_before_any_checkpoint_says_there_is_none(data_dir, tmp_pat
 def test_a_divergence_names_the_last_checkpoint_written_before_it(data_dir, tmp_path, monkeypatch):
     real_lr_at = T.lr_at
     monkeypatch.setattr(T, "lr_at", lambda it, c: 1e30 if it >= 5 else real_lr_at(it, c))  # blows up at step 5
-    with pytest.raises(T.Diverged) as e:
+    with pytest.raises(Diverged) as e:
         T.train(config(max_iters=20, eval_interval=2, grad_clip=0.0, out_dir=str(tmp_path)), progress=False, log=quiet)
     assert f"{tmp_path / 'ckpt.pt'}, step 4" in str(e.value) and e.value.step in (5, 6)
     assert torch.load(tmp_path / "ckpt.pt", weights_only=True)["step"] == 4

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from conftest import ROOT, TINY, config, rows, run  # the fixture data_dir is in conftest.py too
+from errors import Diverged, TrainingError
 
 
 
@@ -183,14 +184,14 @@ def test_asking_for_cuda_without_a_gpu_is_refused(data_dir):
                                                           ("cuda", True, 3, "cuda:3"), ("auto", False, 0, "cuda:0")])
 def test_cuda_devices_always_carry_an_index_for_set_device(monkeypatch, asked, ddp, local_rank, gets):
     """torch.cuda.set_device refuses a bare 'cuda' (found on an H100, 2026-11-26): the CUDA path, checked without a GPU."""
-    import runtime
+    import machine
     from train import Config
     given = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "set_device", lambda d: given.append(d))
     tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32  # setup_device turns TF32 on
     try:
-        device, dtype, _ = runtime.setup_device(Config(device=asked, dtype="float32", out_dir=""), local_rank, ddp)
+        device, dtype, _ = machine.setup_device(Config(device=asked, dtype="float32", out_dir=""), local_rank, ddp)
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
     assert str(device) == gets and given == [device] and device.index is not None
@@ -214,7 +215,7 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(dat
     import train as T
     real_lr_at = T.lr_at
     monkeypatch.setattr(T, "lr_at", lambda it, c: 1e30 if it >= 2 else real_lr_at(it, c))
-    with pytest.raises(T.Diverged, match="non-finite loss at step 3"):
+    with pytest.raises(Diverged, match="non-finite loss at step 3"):
         T.train(config(max_iters=50, eval_interval=2, grad_clip=0.0, out_dir=str(tmp_path)), progress=False,
                 log=lambda *_: None)
     state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
@@ -328,7 +329,7 @@ def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(data_dir,
             fh.write(b"partial")
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(torch, "save", full)
-    with pytest.raises(T.TrainingError, match="No space left on device.*previous checkpoint"):
+    with pytest.raises(TrainingError, match="No space left on device.*previous checkpoint"):
         T.train(config(max_iters=4, eval_interval=2, lr_decay_iters=4, out_dir=str(tmp_path), resume=True), progress=False,
                 log=lambda *_: None)
     monkeypatch.setattr(torch, "save", real_save)

@@ -1,0 +1,161 @@
+"""
+A run's folder, out_dir: the lock that makes it one run's at a time, the files a run writes there (config.json and
+metrics.jsonl; ckpt.pt is checkpoint.py's), and where a run starts: fresh, or resumed from its checkpoint with the
+metrics rows that came before it (start_state).
+"""
+
+import dataclasses
+import json
+import os
+
+import torch
+
+from checkpoint import load_checkpoint
+from errors import TrainingError
+from machine import environment
+
+
+RUN_FILES = ("ckpt.pt", "ckpt.pt.tmp", "metrics.jsonl", "config.json")  # what a run writes in its out_dir
+
+
+def claim_out_dir(c):
+    """Make out_dir and hold an exclusive lock on it (out_dir/.lock) for the run's life: a second run on the same
+    folder is refused instead of overwriting the first's files. Also refuses a fresh run over an earlier run's
+    checkpoint (resume or overwrite must say what to do with it) and the source tree itself; with overwrite, the
+    earlier run's files are removed now, before the new run could be killed, so that no later --resume can continue
+    the old run in the new one's folder. Returns the open lock file (release_out_dir closes it; so does the process
+    ending, however it ends)."""
+    import fcntl
+    d = c.out_dir
+    if os.path.exists(os.path.join(d, "tiedgpt.py")):
+        raise ValueError(f"out_dir={d!r} is the source tree; give a folder of its own (default: out/<head>)")
+    if os.path.exists(d) and not os.path.isdir(d):
+        raise ValueError(f"out_dir={d!r} is a file, not a folder")
+    made = not os.path.exists(d), not os.path.exists(os.path.join(d, ".lock"))
+    try:
+        os.makedirs(d, exist_ok=True)
+        lock = open(os.path.join(d, ".lock"), "a+")
+    except OSError as e:
+        raise ValueError(f"out_dir={d!r} can't be used: {e.strerror or e}") from None
+    lock.made = made  # (folder, lock file) this claim made: release_out_dir removes them if the run wrote nothing
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        other = lock.read().strip() or "?"
+        lock.close()
+        raise TrainingError(f"out_dir={d!r} is in use by another run (pid {other}); wait for it to finish, "
+                            f"or give this run another --out_dir") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    ckpt = os.path.join(d, "ckpt.pt")
+    if os.path.exists(ckpt) and not c.resume and not c.overwrite:
+        lock.close()
+        raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
+                            f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
+    if c.overwrite:
+        for name in RUN_FILES:
+            try:
+                os.remove(os.path.join(d, name))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                release_out_dir(lock)
+                raise ValueError(f"--overwrite: can't remove {os.path.join(d, name)}: {e.strerror or e}") from None
+    return lock
+
+
+def release_out_dir(lock):
+    """Release claim_out_dir's lock. A run refused before it wrote any of its files leaves the folder as it found
+    it: the lock file goes if the claim made it, and so does the folder if the claim made it and it is empty."""
+    d = os.path.dirname(lock.name)
+    made_dir, made_lock = getattr(lock, "made", (False, False))
+    try:
+        if made_lock and not any(os.path.exists(os.path.join(d, f)) for f in RUN_FILES):
+            os.remove(lock.name)
+            if made_dir and not os.listdir(d):
+                os.rmdir(d)
+    except OSError:
+        pass
+    finally:
+        lock.close()
+
+
+def write_run_files(c, meta, device, world, history):
+    """config.json (the resolved config, the dataset, the machine) and metrics.jsonl, rewritten whole: a resumed
+    run drops the rows past its checkpoint."""
+    with open(os.path.join(c.out_dir, "config.json"), "w") as f:
+        json.dump(dict(config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world)), f,
+                  indent=2)
+    with open(os.path.join(c.out_dir, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in history)
+
+
+def append_row(history, row, path):
+    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl."""
+    history.append(row)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def read_metrics(path, before):
+    """The rows of a metrics.jsonl (if there is one) before step `before`, each checked: a JSON object with a whole
+    step. A last line without its newline was cut by a kill while being written, after the checkpoint (rows are
+    appended after their step's checkpoint): it is dropped like every row past the checkpoint. Anything else wrong is
+    one line naming the file and the line."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.readlines()
+    out = []
+    for i, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            if i == len(lines) and not line.endswith("\n"):
+                break
+            raise TrainingError(f"--resume: {path} line {i} is not JSON; fix or remove that line") from None
+        if not isinstance(r, dict) or not isinstance(r.get("step"), int) or isinstance(r["step"], bool):
+            raise TrainingError(f"--resume: {path} line {i} is not a metrics row (a JSON object with a whole step); "
+                                f"fix or remove that line")
+        if r["step"] < before:
+            out.append(r)
+    return out
+
+
+def start_state(c, model, optimizer, gen, data_id, device, log):
+    """Where a run stands before its first step: dict(step, tokens, loss_sum, n_summed, history, ckpt_step, emb0).
+    Fresh: step 0, and (log_rows) E at init, emb0, what emb_turn measures from. With c.resume: model, optimizer,
+    batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
+    step, token count and running loss sum, and the metrics rows before its step (later ones will be redone)."""
+    # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
+    # which load_checkpoint makes sure is the checkpoint's
+    state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None,
+                 emb0=model.transformer.wte.weight.detach().clone() if c.log_rows else None)
+    if not c.resume:
+        return state
+    if not c.out_dir:
+        raise ValueError("--resume needs an out_dir")
+    ckpt_path = os.path.join(c.out_dir, "ckpt.pt")
+    saved = load_checkpoint(ckpt_path, c, data_id, model, optimizer)  # checked field by field, settings too
+    try:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        gen.set_state(saved["data_rng"])
+        torch.set_rng_state(saved["torch_rng"])
+        if saved["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(saved["cuda_rng"][:torch.cuda.device_count()])
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as e:  # what the checks did not foresee
+        raise TrainingError(f"--resume: {ckpt_path} can't be loaded into this run: "
+                            f"{(str(e).strip().splitlines() or [type(e).__name__])[0][:200]}") from None
+    if state["emb0"] is not None and saved.get("emb0") is not None:  # log_rows' reference, as the run measured from
+        state["emb0"] = saved["emb0"].to(device)
+    # tokens, loss_sum and n_summed: see save_checkpoint
+    state.update(step=saved["step"], tokens=saved["tokens"], loss_sum=saved["loss_sum"], n_summed=saved["n_summed"],
+                 ckpt_step=saved["step"])
+    state["history"] = read_metrics(os.path.join(c.out_dir, "metrics.jsonl"), before=state["step"])
+    log(f"resumed from {ckpt_path} at step {state['step']}")
+    return state
