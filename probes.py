@@ -3,7 +3,7 @@ Probes: what the lessons measure of a model beyond its loss.
 
 A probe is a callable (model, step) -> dict. train.py merges each probe's dict into every logged metrics row, as
 minGPT's trainer calls its callbacks: `train(Config(...), probes=[my_probe])`. train.py always logs weight_stats,
-and with --log_rows=true also row_probe's fields (lesson 05: how the fresh tied model's 2-gram start is undone).
+and with --log_rows=true also row_probe's fields (appendix B section 10: how the fresh tied model's 2-gram start is undone).
 window_losses is for the lessons' records of a finished run (research/reproduce.py).
 """
 
@@ -28,7 +28,7 @@ def branch_rms(model):
 
 
 def weight_stats(model, step=None):
-    """The sizes lesson 05 follows: the embedding's RMS, the residual branches' (branch_rms), the final norm's gain."""
+    """The sizes appendix B follows: the embedding's RMS, the residual branches' (branch_rms), the final norm's gain."""
     return dict(emb_rms=model.transformer.wte.weight.detach().pow(2).mean().sqrt().item(), resid_rms=branch_rms(model),
                 lnf_gain=model.transformer.ln_f.weight.mean().item())
 

@@ -2,7 +2,7 @@
 The claims under test, judged on one setting's runs ({arm: {seed: run}}) with the words of stats.compare: the post's
 claims 1-3, its author's claim 4, and the causal control; their verdicts in words; and the rule that marks a verdict
 FRAGILE. The rules, fixed before the data, and their dated amendments: research/preregistrations/appendix_a.md. Tested
-on synthetic runs in tests/test_analysis.py.
+on synthetic runs in tests/test_appendix_a.py.
 """
 
 import itertools
@@ -150,7 +150,7 @@ def all_claims(by_arm_, extra=EXTRA_FIXES):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Synthetic runs, to test the rules (tests/test_analysis.py) and to show their error rates (appendix A)
+# Synthetic runs, to test the rules (tests/test_appendix_a.py) and to show their error rates (appendix A)
 
 def synthetic_runs(effects, seeds, seed_sd=0.03, run_sd=0.01, steps=range(0, 1201, 100), ln_n=9.37,
                    rng=None, scale="d768", group="sigma=0.02"):

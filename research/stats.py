@@ -1,7 +1,7 @@
 """
 The statistics of the campaigns, with no arm names: t intervals over seeds, the word for one paired comparison,
 the pooled seed sd, power, and the error of a measured val loss. The rules they implement were fixed before the data:
-research/preregistrations/appendix_a.md ("The words, for one comparison"). Tested in tests/test_analysis.py.
+research/preregistrations/appendix_a.md ("The words, for one comparison"). Tested in tests/test_appendix_a.py.
 """
 
 import functools

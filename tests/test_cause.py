@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 from research import cause
 from research.stats import MARGIN

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from data import prepare as P
 
 
@@ -66,7 +66,7 @@ def test_offline_mode_falls_back_without_trying_to_download(tmp_path, monkeypatc
 
 @pytest.mark.corpus
 def test_shakespeare_has_the_documented_token_count_and_repeat_fraction(corpus_tokens):
-    from conftest import shakespeare_path
+    from helpers import shakespeare_path
     if shakespeare_path() is None:
         pytest.skip("Tiny Shakespeare not available here")
     assert len(corpus_tokens) == 338_025

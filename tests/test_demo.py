@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 import demo as D
 

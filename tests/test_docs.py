@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 PAGES = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")  # [text](target), not an image

@@ -7,7 +7,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
+from helpers import ROOT  # noqa: E402
 
 from research import appendix_a as A
 from research import claims as C

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 CORE = ("train.py", "tiedgpt.py")
 MAX_LINES = dict(train=500)  # train.py: nanoGPT's is 336 lines, build-nanogpt's train_gpt2.py 521

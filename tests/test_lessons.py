@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -69,7 +69,7 @@ def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypa
     import json
     import shutil
     import data.prepare as P
-    from conftest import shakespeare_path
+    from helpers import shakespeare_path
     from train import Config, train
     if shakespeare_path() is None:
         pytest.skip("needs Tiny Shakespeare (../shared/data or data/shakespeare/input.txt)")
@@ -89,7 +89,7 @@ def test_committed_live_runs_are_reproduced_by_the_code(head, tmp_path, monkeypa
 
 
 # ----------------------------------------------------------------------------------------------------
-# Lesson 05 executes on whatever part of its campaign is committed, and the campaign lands run by run over days.
+# Appendix B executes on whatever part of its campaign is committed, and the campaign lands run by run over days.
 # So it is also executed on synthetic later stages of the same plan: made-up runs (a committed run's record with
 # shifted losses and scaled sizes), never committed, read through a patched records.committed_path.
 
@@ -151,7 +151,7 @@ def _synthetic_campaign(folder, keep):
 @pytest.mark.corpus
 @pytest.mark.parametrize("stage", ["one seed of each arm", "every planned run"])
 @pytest.mark.reports
-def test_lesson05_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypatch):
+def test_appendix_b_runs_on_later_stages_of_its_campaign(stage, tmp_path, monkeypatch):
     """The lesson must not break as its campaign lands (every stage is committed on the way, and CI executes it):
     run it on the sweeps decided and one seed per arm (its verdicts must say PENDING), and on the whole plan."""
     from research import plans

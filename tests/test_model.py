@@ -317,7 +317,7 @@ def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma, norm):
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("head", HEADS)
 def test_initial_loss_of_every_head_matches_its_own_prediction(generated_tokens, head, norm):
-    """On the generated corpus (tests/conftest.py), so every case runs on every machine, offline."""
+    """On the generated corpus (tests/helpers.py), so every case runs on every machine, offline."""
     d = 256
     torch.manual_seed(1)
     m = GPT(GPTConfig(head=head, n_layer=1, n_embd=d, block_size=128, norm=norm))
@@ -366,7 +366,7 @@ def test_sequence_longer_than_block_size_is_refused():
 def test_the_readme_model_snippet_runs_as_pasted():
     """The README's first code block is what a student pastes first: it must run, and give real logits."""
     import re
-    from conftest import ROOT
+    from helpers import ROOT
     with open(os.path.join(ROOT, "README.md")) as f:
         block = re.search(r"## The model\s+```python\n(.*?)```", f.read(), re.S).group(1)
     scope = {}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from optim import LAMB_BETAS, LAMB_EPS, TIGER_BETA, Lamb, Tiger, make_optimizer, relative_step_budget
-from conftest import TINY, config, rows, run
+from helpers import TINY, config, rows, run
 
 
 def one_step(opt_class, w, g, **kw):
@@ -232,7 +232,7 @@ def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp
 
 
 
-# --- log_rows: how far E's rows turn, and how much of the 2-gram self-logit is left (lesson 05, section 10) ---
+# --- log_rows: how far E's rows turn, and how much of the 2-gram self-logit is left (appendix B, section 10) ---
 
 def test_emb_turn_is_the_mean_angle_of_each_row_from_its_init():
     from probes import emb_turn

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, corpus_n
+from helpers import ROOT, corpus_n
 
 from research import plans
 from research import records
@@ -120,7 +120,7 @@ def test_committed_d768_runs_were_made_from_the_plan():
 def test_the_live_scale_rerun_reproduces_every_committed_run(tmp_path):
     """What `python -m research.reproduce live` does (about 6 minutes on 2 cores): all 24 live runs trained again
     into a fresh folder, each final val loss equal to the committed one up to float rounding across machines."""
-    from conftest import shakespeare_path
+    from helpers import shakespeare_path
     if shakespeare_path() is None:
         pytest.skip("needs Tiny Shakespeare (../shared/data or data/shakespeare/input.txt)")
     out = str(tmp_path / "live")
@@ -251,7 +251,7 @@ def test_a_diverged_run_is_recorded_as_a_result_and_the_plan_goes_on(tiny_data, 
 
 def test_a_record_keeps_every_quantity_the_run_logged(tiny_data, tmp_path, monkeypatch):
     """A run's record keeps only the history keys in KEEP (the JSON stays small). A quantity train.py logs but KEEP
-    lacks is lost when the run's checkpoint folder is removed: lesson 05's first branch_ratio runs lost it that way."""
+    lacks is lost when the run's checkpoint folder is removed: appendix B's first branch_ratio runs lost it that way."""
     tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, dataset="pydoc_topics",
                 sample_tokens=0, log_interval=2, max_iters=4, eval_interval=2, out_dir="", seed=1, vocab="corpus",
                 dense_val_until=4, log_rows=True, optimizer="tiger", lr=1e-2)

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from conftest import ROOT, TINY, config, rows, run  # the fixture data_dir is in conftest.py too
+from helpers import ROOT, TINY, config, rows, run  # the fixture data_dir is in conftest.py too
 from errors import Diverged, TrainingError
 
 
@@ -427,7 +427,7 @@ def test_tokens_count_on_from_the_checkpoint_when_a_run_is_extended(data_dir, tm
     assert run([*TINY, "--max_iters=8", "--eval_interval=4", "--lr_decay_iters=8", f"--out_dir={tmp_path}",
                 "--resume=true"]).returncode == 0
     r = rows(tmp_path)
-    assert r[7]["tokens"] == 8 * 4 * 16  # 8 steps of 4 x 16 (a changed batch_size is refused: test_reliability.py)
+    assert r[7]["tokens"] == 8 * 4 * 16  # 8 steps of 4 x 16 (a changed batch_size is refused: test_checkpoint.py)
 
 
 @pytest.mark.slow

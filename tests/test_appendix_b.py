@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import ROOT, corpus_n, prepared_corpus
+from helpers import ROOT, corpus_n, prepared_corpus
 
 from research import appendix_b as B
 from research import claims as C
@@ -134,7 +134,7 @@ def test_settings_give_each_optimizer_its_own_runs_and_d_half_borrows_logn_and_c
     assert sorted(s["lamb"]) == ["logn"]
 
 
-# --- reading the campaign in lesson 05 ----------------------------------------------------------------------------
+# --- reading the campaign in appendix B ----------------------------------------------------------------------------
 
 def test_check_lines_report_each_pair_and_the_decision():
     lines = B.check_lines(check_runs(0.02))
@@ -385,8 +385,8 @@ def test_the_preregistered_commit_is_the_one_that_wrote_the_plan():
 
 
 @pytest.mark.reports
-def test_the_committed_runs_give_the_verdicts_lesson05s_summary_states_in_words():
-    """Lesson 05 section 8 ends with a summary in words, written after Tiger's and LAMB's runs were all in. Words can't
+def test_the_committed_runs_give_the_verdicts_appendix_bs_summary_states_in_words():
+    """Appendix B section 8 ends with a summary in words, written after Tiger's and LAMB's runs were all in. Words can't
     recompute themselves, so this pins what they say to the committed runs: if the data ever change, this fails and
     the summary must be rewritten (the printed verdicts above it are computed; the prose is not)."""
     runs = R.load_runs(R.committed_path("optim"))
@@ -449,7 +449,7 @@ def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
 
 
 @pytest.mark.reports
-def test_the_committed_runs_give_what_lesson05_section_7_says_of_adamw_at_rule_rs_init():
+def test_the_committed_runs_give_what_appendix_b_section_7_says_of_adamw_at_rule_rs_init():
     """Section 7's reading and the summary's first point, pinned to the runs: at rule R's init (3 seeds) AdamW's logn is
     significantly ahead of ortho and of the control on early, the control - ortho comparison decides nothing, and
     every comparison has the sign it has at lesson 04's exact zeros on the same seeds."""
@@ -516,7 +516,7 @@ def test_the_turn_detail_reads_logns_self_logit_against_the_controls():
 
 
 @pytest.mark.reports
-def test_the_committed_turn_runs_give_what_lesson05_section_10_says():
+def test_the_committed_turn_runs_give_what_appendix_b_section_10_says():
     """Section 10's reading, pinned to its nine committed runs (one seed; described, not a verdict)."""
     by = B.turn_runs(R.load_runs(R.committed_path("turn")))
     assert {n: ok for n, ok, _ in B.turn_expectations(by)} == dict(T1=True, T2=True, T3=False, T4=True)
@@ -557,7 +557,7 @@ def test_the_branch_expectations_follow_their_written_rules():
 
 
 @pytest.mark.reports
-def test_the_committed_branch_runs_give_what_lesson05_section_10_says():
+def test_the_committed_branch_runs_give_what_appendix_b_section_10_says():
     """The 'what the branches add' reading and README's sentence, pinned to the three re-made logn runs."""
     runs = R.load_runs(R.committed_path("turn"))
     branches, turn = B.turn_runs(runs, branches=True), B.turn_runs(runs)

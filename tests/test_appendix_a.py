@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 from research import appendix_a as A
 from research import claims as C

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 RESEARCH = os.path.join(ROOT, "research")
 # Each module of the package and the package modules it may import (anything else of research/ is refused).

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import train as T
-from conftest import TINY, config, rows  # and the fixture data_dir
+from helpers import TINY, config, rows  # and the fixture data_dir
 from probes import emb_turn
 from checkpoint import load_checkpoint
 from errors import Diverged, TrainingError
