@@ -4,6 +4,7 @@ whether a notebook is running it, whether the run fits in memory, and the FLOPs 
 """
 
 import os
+import platform
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -121,3 +122,28 @@ def flops_per_token(model):
     c = model.config
     head = c.vocab_size * c.n_embd if model.tied else 0  # untied: lm_head is in the non-embedding count
     return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd
+
+
+def available_cores():
+    """The cores this process may use (its affinity where the system says, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cpu_name():
+    """The processor's model name, for records of where a run was timed."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def loadavg():
+    """The 1-minute load average (None where the platform has none): how busy the machine was."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):  # not on every platform
+        return None

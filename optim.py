@@ -1,48 +1,20 @@
 """
-The optimizers train.py can use (--optimizer=adamw|tiger|lamb), and why the choice matters for a small init.
+The optimizers train.py can use (--optimizer=), and why the choice matters for a small init (docs/optimizers.md says
+more, with what was measured):
 
-    AdamW  (Loshchilov & Hutter 2019; torch.optim.AdamW) moves every coordinate by about lr per step, whatever
-           the coordinate's size: the step is ABSOLUTE. A weight of size sigma changes by a fraction ~ lr / sigma
-           of itself per step, so a SMALL init (logn's sigma = ln(n)/d) gets a LARGER relative step.
-    Tiger  (Su 2023, "Tiger: a tight-fisted optimizer"; reference code: tiger.py in github.com/bojone/tiger) moves
-           every entry of a matrix by exactly lr * RMS(matrix) per step: the step is RELATIVE to the matrix's own
-           size, so the Frobenius norm of the step is lr * |W|, and |W| can change by at most a factor (1 + lr)
-           per step.
-    LAMB   (You et al. 2019, "Large Batch Optimization for Deep Learning: Training BERT in 76 minutes",
-           Algorithm 2) takes Adam's direction and rescales it so each tensor moves by exactly lr * |W| (the
-           trust ratio): RELATIVE too, per tensor.
+    adamw   moves every entry by about lr per step, whatever its size: ABSOLUTE (torch.optim.AdamW; Loshchilov &
+            Hutter 2019). A weight of size sigma moves by a fraction ~ lr / sigma of itself: a small init moves fast.
+    signum  Tiger's update with one fixed per-entry step, lr, for every matrix: ABSOLUTE too (Signum, Bernstein et al.
+            2018, with Tiger's decoupled decay and its half step for vectors).
+    tiger   moves every entry of a matrix by exactly lr * RMS(matrix) per step (Su 2023; reference tiger.py in
+            github.com/bojone/tiger): RELATIVE to the matrix's size, so |W| changes by at most a factor 1 + lr a step.
+    lamb    rescales Adam's direction so each tensor moves by exactly lr * |W| (You et al. 2019, Algorithm 2): RELATIVE.
 
-Under a relative step a small init stays small for ~ 1 / lr steps, and the tied head's logit scale (~ d sigma)
-with it; under AdamW it does not. Appendix B measures what each optimizer does to the post's claims; whether the
-relativity itself is what matters (rather than the lr, decay, betas or clipping that come with each optimizer) is
-what the ABSOLUTE TWINS below test (research/cause.py):
-
-    relative='none'  the same rule with each weight's RMS replaced by a scale FROZEN at the first step (the weight's
-                     RMS then; for the token embedding 0.02, the sigma = 0.02 arms' init). Under Tiger's twin a
-                     sigma = 0.02 model takes Tiger's first step (the embedding's rows to within their RMS's spread
-                     around 0.02; measured 1.00x), and only the relativity differs after.
-                     LAMB's twin was meant to match the same way and does not (measured after the runs: ortho's
-                     embedding turns 0.24x LAMB's first step at lr 3e-3; see Lamb below).
-                     Tiger's twin is essentially Lion's update (Chen et al. 2023, "Symbolic Discovery of Optimization
-                     Algorithms") with one beta; LAMB's twin is AdamW with LAMB's betas, eps and decay.
-    relative='embedding' / 'body' (Tiger only): relative steps on the token embedding only, or on every other
-                     matrix only; the rest takes the twin's frozen-scale step.
-
-train.py clips the gradient's global norm to grad_clip (1.0 by default) before EVERY optimizer's step, Tiger's and
-LAMB's included (the grad_norm logged every tenth step is mostly in the tens and never below 2.7 in the committed Tiger
-and LAMB runs, the GPU sweeps included, so the clip is active at every logged step); neither reference clips. Tiger's
-sign does not see the gradient's scale, but its momentum then averages unit-norm gradients.
-
-Both relative optimizers are written here (about 20 lines each) rather than taken from a library:
-- Tiger's reference is TensorFlow; no maintained PyTorch package implements its per-row rule for embeddings.
-- pytorch-optimizer 4.1.0's `Lamb` (read and measured before writing this) differs from Algorithm 2 in its
-  defaults: it clamps |W| at 10 (class attribute `clamp`), which at d = 768 turns the embedding's relative step
-  (|E| ~ 37-60) back into an absolute one; it decays weights outside the trust ratio (weight_decouple=True);
-  and it bias-corrects outside the ratio: its step_size = lr / (1 - beta1^t) multiplies the already-normalised
-  step, so the first steps are larger than lr * |W| (measured by an independent review at lr 1e-3, t = 1, 2, 3:
-  relative steps of the clamped embedding 2.7e-3, 1.4e-3, 1.0e-3; of a 768 x 768 matrix 6.5e-3, 3.4e-3, 2.4e-3;
-  this file's 1.0e-3 each). Defaults to override, each a place to go wrong, against 20 lines that state the
-  paper's rule line by line.
+Under a relative step a small init stays small for ~ 1 / lr steps, and the tied head's logit scale (~ d sigma) with
+it. The ABSOLUTE TWINS (--relative=none) test whether the relativity itself is what matters: the same rule with each
+weight's RMS replaced by a scale frozen at the first step; --relative=embedding / body (Tiger only) keep the relative
+step on the token embedding only, or on every other matrix only (appendix B section 11, research/cause.py).
+train.py clips the gradient norm before every optimizer's step (neither reference clips).
 """
 
 import dataclasses

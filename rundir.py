@@ -15,6 +15,30 @@ from errors import TrainingError
 from machine import environment
 
 
+ROOT = os.path.dirname(os.path.abspath(__file__))
+REPO_FOLDERS = ("research", "lessons", "data", "docs", "tests", ".ci", ".git")  # the repository's own: never an output
+
+
+def check_out_folder(path, name="out_dir", base=None):
+    """The absolute output folder `path` (relative to `base`, default the working folder), or a one-line ValueError
+    where writing there would lose or mix something: nothing given, a file (or a path through one), the repository's
+    root, or a folder inside its own files (REPO_FOLDERS: the committed runs and lessons live there)."""
+    if not path:
+        raise ValueError(f"{name} is empty: give a folder of its own (e.g. out/something)")
+    full = os.path.realpath(os.path.join(base or os.getcwd(), path))
+    probe = full
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ValueError(f"{name}={path!r} is a file, or inside one: not a folder")
+    root = os.path.realpath(ROOT)
+    if full == root or any(full == os.path.join(root, f) or full.startswith(os.path.join(root, f) + os.sep)
+                           for f in REPO_FOLDERS):
+        raise ValueError(f"{name}={path!r} is inside the repository's own files ({os.path.relpath(full, root)}): give "
+                         f"a folder of its own (e.g. out/something)")
+    return full
+
+
 RUN_FILES = ("ckpt.pt", "ckpt.pt.tmp", "metrics.jsonl", "config.json")  # what a run writes in its out_dir
 
 
@@ -27,10 +51,9 @@ def claim_out_dir(c):
     ending, however it ends)."""
     import fcntl
     d = c.out_dir
+    check_out_folder(d, "out_dir")
     if os.path.exists(os.path.join(d, "tiedgpt.py")):
         raise ValueError(f"out_dir={d!r} is the source tree; give a folder of its own (default: out/<head>)")
-    if os.path.exists(d) and not os.path.isdir(d):
-        raise ValueError(f"out_dir={d!r} is a file, not a folder")
     made = not os.path.exists(d), not os.path.exists(os.path.join(d, ".lock"))
     try:
         os.makedirs(d, exist_ok=True)

@@ -1,25 +1,19 @@
 """
-Train a tiedgpt model. One process on a CPU or GPU:
+Train a tiedgpt model. One process on a CPU or GPU, or several with DistributedDataParallel:
 
     python train.py --head=ortho
-    python train.py --head=tied --n_embd=512 --max_iters=2000 --device=cuda
     python train.py --head=logn --optimizer=tiger        # steps relative to each weight's size (optim.py)
-
-or several GPUs (or CPU processes) with DistributedDataParallel:
-
     torchrun --standalone --nproc_per_node=4 train.py --head=ortho
 
-Every field of Config is a --key=value flag (python train.py --help lists them). Output goes to out_dir
-(default out/<head>): config.json (the resolved config and the environment), metrics.jsonl (one row per
-logged step) and ckpt.pt (written atomically at every evaluation and on Ctrl-C). --resume=true continues
-from ckpt.pt, as the run that was checkpointed (checkpoint.py says what that means; rundir.py what keeps a run's folder
-its own).
+Every field of Config (config.py) is a --key=value flag: python train.py --help lists them. Output goes to out_dir
+(default out/<head>): config.json, metrics.jsonl (one row per logged step) and ckpt.pt (written atomically at every
+evaluation and on Ctrl-C); --resume=true continues the checkpointed run (docs/training.md).
 
 The file reads in the order a run happens: 1. data; 2. model, optimizer (setup) and the training loop (`_train`:
 evaluate / checkpoint -> batch -> lr -> forward -> backward -> clip -> step -> log), with the helpers it calls just
-above it; 3. the end (final line, a sample); then the command line. Beside it: config.py (every setting, Config),
-optim.py (the optimizers), checkpoint.py and rundir.py (ckpt.pt; the out_dir's lock and files, resuming), machine.py
-(device, processes, memory), errors.py, probes.py (what --log_rows measures) and bench.py (times steps).
+above it; 3. the end (final line, a sample); then the command line. Beside it, one concern a file: config.py,
+optim.py, checkpoint.py (ckpt.pt), rundir.py (the out_dir's lock and files, resuming), machine.py, errors.py,
+probes.py and bench.py.
 
 From Python (notebooks): `from train import Config, train; history = train(Config(head="logn"))`.
 """

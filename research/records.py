@@ -253,3 +253,21 @@ def measurement_noise(a_run, b_run, block=1, keep=None):
     if keep is not None:
         a, b = a[keep], b[keep]
     return stats.window_error(a, b, block)
+
+
+def logn_gaps_at(folder, step, optimizers):
+    """{optimizer: dict(subset=..., whole=..., seeds=[...])}: a campaign's mean logn - ortho at `step` over the seeds
+    both arms have, on the dense val subset and (at multiples of 100) on the whole val split ({} without its runs).
+    The runs of optimizer o are those of group o (appendix B's; demo.py prints them beside its own)."""
+    runs = load_runs(folder) if os.path.isdir(folder) else []
+    out = {}
+    for opt in optimizers:
+        by = by_arm([r for r in runs if r["group"] == opt])
+        if not (by.get("logn") and by.get("ortho")):
+            continue
+        row = dict(seeds=sorted(set(by["logn"]) & set(by["ortho"])))
+        for key, name in (("val_subset_loss", "subset"), ("val_loss", "whole")):
+            steps, mean, *_ = gap_curve(by["logn"], by["ortho"], key)
+            row[name] = float(mean[steps == step][0]) if step in steps else None
+        out[opt] = row
+    return out

@@ -8,8 +8,7 @@ The convergence experiment behind lesson 04: every head, same data, same batches
     python -m research.reproduce optim   # appendix B: ~65 runs under AdamW, Tiger and LAMB; days on 2 cores
     python -m research.reproduce turn    # appendix B section 10: 12 runs of its first 200 steps
     python -m research.reproduce cause   # appendix B section 11: ~60 runs of 400 steps and 8 sweep runs
-    python -m research.reproduce full    # the older CPU-sized grids (300 steps), kept for the small-scale map
-    python -m research.reproduce gpt2
+    python -m research.reproduce full    # the older CPU-sized grids (300 steps), kept for the small-scale map (and gpt2)
 
 Flags: --out=DIR (default out/reproduce/<scale>), --resume=true to continue in a folder that already holds runs
 (without it a non-empty folder is refused: nothing is overwritten), --groups=, --seeds=, --arms= to run a subset (a
@@ -19,8 +18,7 @@ progress keeps train.py's checkpoint (~0.3 GB at d768, written at every evaluati
 restarted worker continues it bit for bit. Two workers may share a folder (each run is claimed with an flock on
 `.<run>.lock`): on a 2-core CPU, `OMP_NUM_THREADS=1 python -m research.reproduce d768 --resume=true ... &` twice.
 
-The plans (which runs, with which settings and seeds) are in research/plans.py; a run's record is read and written by
-research/records.py; the rules, written before the data, are in research/preregistrations/.
+The plans are in research/plans.py, a run's record in research/records.py, the rules in research/preregistrations/.
 """
 
 import dataclasses

@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 import demo
+from research import workers
 from research.stats import interval
+from rundir import check_out_folder
 from tiedgpt import GPT
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,12 +87,12 @@ def run_one(config, on_step=lambda step: None):
     run that stopped on a non-finite loss the record up to there with diverged=<step>."""
     from errors import Diverged
     try:
-        rec = demo.run_one(config, on_step, probes=[moved_probe(config)], keep=("emb_moved", "proj_moved"))
+        rec = workers.run_one(config, on_step, probes=[moved_probe(config)], keep=("emb_moved", "proj_moved"))
         rec["diverged"] = None
     except Diverged as e:
         val = [(r["step"], r["val_subset_loss"]) for r in e.history if r.get("val_subset_loss") is not None]
         rec = dict(optimizer=config.optimizer, arm=config.head, seed=config.seed, config=dataclasses.asdict(config),
-                   key=demo.config_key(config), steps=[s for s, _ in val], val=[v for _, v in val], diverged=e.step,
+                   key=workers.config_key(config), steps=[s for s, _ in val], val=[v for _, v in val], diverged=e.step,
                    finished=time.strftime("%Y-%m-%d %H:%M:%S"))
     return rec
 
@@ -304,14 +306,18 @@ def main(argv):
         print("\n".join(report_lines(table(runs), runs)))
         return 0
     seeds = demo.seeds_of(s.seeds)
-    runs_dir = os.path.join(s.out if os.path.isabs(s.out) else os.path.join(ROOT, s.out), "runs")
+    try:
+        runs_dir = os.path.join(check_out_folder(s.out, "--out", base=ROOT), "runs")
+    except ValueError as e:
+        print(f"stepsize: {e}", file=sys.stderr)
+        return 2
     os.makedirs(runs_dir, exist_ok=True)
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
     todo = [(p, c) for p, c in jobs if not os.path.exists(p)]
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
     bar = tqdm(total=sum(c.max_iters for _, c in todo), unit="step", disable=True)
-    demo.run_all(todo, s.workers, 1, bar, print, run=run_one)
+    workers.run_all(todo, s.workers, 1, bar, print, run=run_one)
     return 0
 
 

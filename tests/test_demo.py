@@ -12,6 +12,7 @@ import pytest
 from helpers import ROOT
 
 import demo as D
+from research import workers as W
 
 
 def tiny(out):
@@ -39,7 +40,7 @@ def test_the_progress_bar_follows_every_evaluated_step_of_a_run(tiny_data):
     s, seen, threads = D.parse_args(["--tiny", "--dataset=pydoc_topics"]), [], torch.get_num_threads()
     torch.set_num_threads(1)  # as the demo's tiny mode does: a tiny model only waits for a second thread
     try:
-        D.run_one(D.run_config(s, "tiger", "logn", 1, "pydoc_topics", "cpu"), on_step=seen.append)
+        W.run_one(D.run_config(s, "tiger", "logn", 1, "pydoc_topics", "cpu"), on_step=seen.append)
     finally:
         torch.set_num_threads(threads)
     assert seen == list(range(0, s.steps + 1, s.eval_every))
@@ -53,7 +54,7 @@ def test_a_process_that_imported_the_notebook_kernel_is_still_no_notebook_so_no_
 
 
 def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_data, tmp_path, monkeypatch, capsys):
-    real, calls = D.run_one, []
+    real, calls = W.run_one, []
 
     def interrupted_after_the_first_run(config, on_step=lambda step: None):
         calls.append(config)
@@ -62,13 +63,13 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_da
         return real(config, on_step)
 
     one_seed = tiny(tmp_path) + ["--seeds=1"]  # 4 runs
-    monkeypatch.setattr(D, "run_one", interrupted_after_the_first_run)
+    monkeypatch.setattr(W, "run_one", interrupted_after_the_first_run)
     assert D.main(one_seed, log=lambda *a: None) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "1 of 4 runs are finished and kept" in err[0]
     assert len(os.listdir(tmp_path / "runs")) == 1 and not (tmp_path / "demo.json").exists()
 
-    monkeypatch.setattr(D, "run_one", real)
+    monkeypatch.setattr(W, "run_one", real)
     assert D.main(one_seed, log=lambda *a: None) == 0
     assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 1
     assert D.main(one_seed + ["--fresh"], log=lambda *a: None) == 0
@@ -135,10 +136,62 @@ def test_the_campaign_number_is_printed_beside_the_demo_only_for_the_campaigns_o
     assert not D.campaign_comparison(s, dict(dataset="pydoc_topics"))["same_setting"]
     result = planted(dict(tiger=[0.5, 0.6], adamw=[-0.2, -0.3]))
     result["campaign"] = other
-    assert "this demo's setting differs (n_embd=128, n_head=2)" in D.verdict_lines(result)[-1]
+    assert "this demo's setting differs (n_embd=128, n_head=2)" in D.verdict_lines(result)[-2]
 
 
 def test_load_result_refuses_a_file_that_is_not_a_demo_result(tmp_path):
     (tmp_path / "x.json").write_text(json.dumps({"runs": []}))
     with pytest.raises(ValueError, match="not a demo result"):
         D.load_result(str(tmp_path / "x.json"))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Nothing lost, nothing mixed (issue 45): the demo's output folder, its run files and its stored result are checked
+
+@pytest.mark.parametrize("out", ["", "research/runs", "lessons", ".", "research/runs/sub"])
+def test_the_demo_refuses_an_output_folder_inside_the_repositorys_own_files(out, capsys):
+    before = sorted(os.listdir(os.path.join(ROOT, "research", "runs")))
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={out}"], log=lambda *a: None) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("demo.py: ") and "--out" in err[0]
+    assert sorted(os.listdir(os.path.join(ROOT, "research", "runs"))) == before
+    assert not os.path.exists(os.path.join(ROOT, "runs")) and not os.path.exists(os.path.join(ROOT, "research", "runs", "sub"))
+
+
+def test_the_demo_refuses_a_file_as_its_output_folder_in_one_line(tmp_path, capsys):
+    (tmp_path / "f").write_text("mine")
+    for out in (tmp_path / "f", tmp_path / "f" / "x"):
+        assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={out}"], log=lambda *a: None) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "not a folder" in err[0]
+    assert (tmp_path / "f").read_text() == "mine"
+
+
+@pytest.mark.parametrize("damage", [dict(val=None), dict(val=[1.0]), dict(val="x"), dict(nan=True), dict(steps=[0])])
+def test_a_damaged_run_file_is_made_again_not_read(tiny_data, tmp_path, damage):
+    assert D.main(tiny(tmp_path) + ["--seeds=1"], log=lambda *a: None) == 0
+    path = next(p for p in sorted((tmp_path / "runs").iterdir()) if p.name.startswith("adamw__logn"))
+    rec = json.loads(path.read_text())
+    if damage.get("nan"):
+        rec["val"][-1] = float("nan")
+    else:
+        rec.update(damage)
+    path.write_text(json.dumps(rec))
+    assert D.main(tiny(tmp_path) + ["--seeds=1"], log=lambda *a: None) == 0
+    result = D.load_result(str(tmp_path / "demo.json"))
+    assert result["run"]["runs_reused"] == 3  # the damaged one was re-made
+    assert all(np.isfinite(r["val"]).all() for r in result["runs"])
+
+
+def test_load_result_recomputes_the_verdicts_from_the_runs_and_refuses_an_edited_word(tmp_path):
+    with open(D.COMMITTED) as f:
+        result = json.load(f)
+    assert D.load_result(D.COMMITTED)["verdicts"]["adamw"]["word"] == "no"
+    result["verdicts"]["adamw"]["word"] = "yes"
+    (tmp_path / "edited.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError, match="adamw.*not what its runs give"):
+        D.load_result(str(tmp_path / "edited.json"))
+    result["gaps"] = [1, 2]
+    (tmp_path / "gaps.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError):
+        D.load_result(str(tmp_path / "gaps.json"))

@@ -21,7 +21,8 @@ LAYERS = {
     "cause": {"stats", "records", "claims", "plans"},
     "figures": {"stats", "records"},
     "reproduce": {"stats", "records", "plans"},
-    "stepsize": {"stats", "records"},
+    "workers": {"records"},
+    "stepsize": {"stats", "records", "workers"},
 }
 ENTRY_POINTS = {"reproduce", "budget"}  # run with python -m research.NAME
 
