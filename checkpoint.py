@@ -14,7 +14,8 @@ import re
 import numpy as np
 import torch
 
-from config import MODEL_FIELDS, RESOLVED, resolved_defaults
+import config as settings
+from config import MODEL_FIELDS, RESOLVED
 from errors import TrainingError
 
 
@@ -148,7 +149,7 @@ def run_settings(cfg, defaults):
     checkpoint lacks has the default it had before it existed."""
     get = lambda k: cfg.get(k, defaults.get(k))  # noqa: E731
     s = {k: get(k) for k in RUN_FIELDS}
-    s.update(resolved_defaults(get))
+    s.update(settings.resolved_defaults(get))
     if not s["dense_val_until"]:
         s["dense_val_windows"] = None
     return s

@@ -117,7 +117,7 @@ class Lamb(torch.optim.Optimizer):
     are far above eps; then LAMB's step lr |W| / |r| * r ~ lr RMS(W) * r is the twin's. Where they are not (likely
     with clipped gradients over large tensors), |r| < sqrt(numel): LAMB's trust ratio scales its step back up to
     lr |W| and the twin's stays smaller, so the first steps do NOT agree (ortho's embedding: 0.24x LAMB's at the
-    same lr, measured after the runs; cause.first_step) and the twin changes the step's size as well as its
+    same lr, measured after the runs; cause_record.first_step) and the twin changes the step's size as well as its
     relativity.
     """
 

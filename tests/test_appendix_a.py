@@ -15,6 +15,7 @@ from helpers import ROOT
 
 from research import appendix_a as A
 from research import claims as C
+from research import fragility as Fr
 from research import plans
 from research import records
 from research import stats as S
@@ -411,20 +412,20 @@ def test_a_control_verdict_whose_deciding_end_clears_the_bar_by_a_hair_is_fragil
     an end at +0.018 is fragile at delta 0.005 (a shift of 0.002 undoes it), an end at +0.010 is not (0.010 needed)."""
     near, far = control_with(0.018), control_with(0.010)
     assert near["verdict"] == far["verdict"] == "self-logit"
-    flip = C.verdict_flip("control: why logn is slow", near)
+    flip = Fr.verdict_flip("control: why logn is slow", near)
     assert flip["to"] == "undecided" and flip["distance"] == pytest.approx(0.002, abs=1e-6)
-    assert C.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: self-logit -> undecided")
-    assert C.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust: self-logit -> undecided")
-    assert C.fragile_lines("control: why logn is slow", far, 0.0232).startswith("FRAGILE")  # twice a measured error
+    assert Fr.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: self-logit -> undecided")
+    assert Fr.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust: self-logit -> undecided")
+    assert Fr.fragile_lines("control: why logn is slow", far, 0.0232).startswith("FRAGILE")  # twice a measured error
 
 
 def test_an_undecided_verdict_that_misses_its_bar_by_a_hair_is_fragile_too():
     """The Tiger case: 'undecided' because control - ortho's 90% upper end is +0.0228, 0.0028 above the bar."""
     near, far = control_with(0.0228, 0.02), control_with(0.035, 0.02)  # 95% lower ends -0.027, -0.015: no lag
     assert near["verdict"] == far["verdict"] == "undecided"
-    assert C.verdict_flip("control: why logn is slow", near)["distance"] == pytest.approx(0.0028, abs=1e-6)
-    assert C.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: undecided -> self-logit")
-    assert C.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust")
+    assert Fr.verdict_flip("control: why logn is slow", near)["distance"] == pytest.approx(0.0028, abs=1e-6)
+    assert Fr.fragile_lines("control: why logn is slow", near, 0.005).startswith("FRAGILE: undecided -> self-logit")
+    assert Fr.fragile_lines("control: why logn is slow", far, 0.005).startswith("robust")
 
 
 def claim2_with(first_end, second_end):
@@ -443,11 +444,11 @@ def test_a_verdict_that_any_one_comparison_decides_is_fragile_only_when_every_de
     The near one alone can't undo it: robust. When both ends are near, it is fragile."""
     one_near = claim2_with(-0.031, -0.002)
     assert one_near["verdict"] == "CONTRADICTED"
-    flip = C.verdict_flip("2 other fixes converge alike", one_near)
+    flip = Fr.verdict_flip("2 other fixes converge alike", one_near)
     assert flip["distance"] == pytest.approx(0.031, abs=1e-6)
-    assert C.fragile_lines("2 other fixes converge alike", one_near, 0.0232).startswith("robust")
+    assert Fr.fragile_lines("2 other fixes converge alike", one_near, 0.0232).startswith("robust")
     both_near = claim2_with(-0.004, -0.002)
-    assert C.fragile_lines("2 other fixes converge alike", both_near, 0.005).startswith("FRAGILE: CONTRADICTED")
+    assert Fr.fragile_lines("2 other fixes converge alike", both_near, 0.005).startswith("FRAGILE: CONTRADICTED")
 
 
 def test_a_single_comparisons_word_follows_the_same_rule():
@@ -456,12 +457,12 @@ def test_a_single_comparisons_word_follows_the_same_rule():
     r95 = r["ci95"][1]
     assert r["word"] == "A lower" and r95 < 0
     one = dict(verdict=r["word"], rows=[r])
-    assert C.verdict_flip("logn - control", one)["distance"] == pytest.approx(-r95, abs=1e-6)
-    assert C.fragile_lines("logn - control", one, -r95 + 1e-4).startswith("FRAGILE")
-    assert C.fragile_lines("logn - control", one, -r95 - 1e-4).startswith("robust")
-    assert C.fragile_lines("x", dict(verdict="PENDING", rows=[]), 0.005) is None
+    assert Fr.verdict_flip("logn - control", one)["distance"] == pytest.approx(-r95, abs=1e-6)
+    assert Fr.fragile_lines("logn - control", one, -r95 + 1e-4).startswith("FRAGILE")
+    assert Fr.fragile_lines("logn - control", one, -r95 - 1e-4).startswith("robust")
+    assert Fr.fragile_lines("x", dict(verdict="PENDING", rows=[]), 0.005) is None
     broken = dict(a="logn", b="control", **S.compare([0.1, float("nan"), 0.2]))
-    assert C.fragile_lines("x", dict(verdict=broken["word"], rows=[broken]), 0.005).startswith("no reading")
+    assert Fr.fragile_lines("x", dict(verdict=broken["word"], rows=[broken]), 0.005).startswith("no reading")
 
 
 def test_splitting_the_claims_into_rows_and_verdicts_changed_no_verdict():
@@ -471,7 +472,7 @@ def test_splitting_the_claims_into_rows_and_verdicts_changed_no_verdict():
     claims = C.all_claims(records.by_arm(runs))
     for name, c in claims.items():
         rows = c["rows"] + ([c["slow"]] if "slow" in c else [])
-        assert C._verdict_of(C._kind(name, c), rows) == c["verdict"], name
+        assert Fr._verdict_of(Fr._kind(name, c), rows) == c["verdict"], name
 
 
 @pytest.mark.reports
@@ -497,11 +498,11 @@ def test_appendix_a_marks_its_fragile_verdicts_with_the_one_rule_and_its_own_mea
                                       "4 no final gain over tied (last)": (True, 0.0055),
                                       "control: why logn is slow": (False, 0.1291)})}
     for name, by in plans.settings("d768", runs).items():
-        delta, where = C.fragile_delta(by, windows, None)
+        delta, where = Fr.fragile_delta(by, windows, None)
         assert delta["best"] == pytest.approx(said[name][0], abs=1e-4) and "pairs with window losses" in where
         verdicts = C.all_claims(by)
         assert set(verdicts) == set(said[name][1])
         for claim, (fragile, shift) in said[name][1].items():
-            line = C.fragile_lines(claim, verdicts[claim], delta[verdicts[claim]["stat"]])
+            line = Fr.fragile_lines(claim, verdicts[claim], delta[verdicts[claim]["stat"]])
             assert line.startswith("FRAGILE" if fragile else "robust"), (name, claim, line)
-            assert C.verdict_flip(claim, verdicts[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)
+            assert Fr.verdict_flip(claim, verdicts[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)

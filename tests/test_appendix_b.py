@@ -14,7 +14,9 @@ import pytest
 from helpers import ROOT, corpus_n, prepared_corpus
 
 from research import appendix_b as B
+from research import turn as TR
 from research import claims as C
+from research import fragility as Fr
 from research import plans
 from research import records
 from research import reproduce as R
@@ -483,43 +485,43 @@ def turn_set(fast_turn=2.0, slow_self=9.0):
             runs.append(turn_record(opt, arm, (lambda s: 1e-5 * s) if rel else (lambda s: fast_turn * s / 190),
                                     (lambda s, a=start: a * (1 - s / 2000) * slow_self / 9.0) if rel
                                     else (lambda s, a=start: a * (1 - s / 200))))
-    return B.turn_runs(runs)
+    return TR.turn_runs(runs)
 
 
 @pytest.mark.corpus
 def test_the_turn_expectations_hold_on_runs_built_to_meet_them_and_fail_on_runs_built_not_to():
-    held = {name: ok for name, ok, _ in B.turn_expectations(turn_set())}
+    held = {name: ok for name, ok, _ in TR.turn_expectations(turn_set())}
     assert held == dict(T1=True, T2=True, T3=True, T4=True)
     # the relative optimizers lose the self-logit faster than AdamW: T3 and T4 fail, the turn's T2 still holds
-    held = {name: ok for name, ok, _ in B.turn_expectations(turn_set(slow_self=0.0))}
+    held = {name: ok for name, ok, _ in TR.turn_expectations(turn_set(slow_self=0.0))}
     assert held == dict(T1=True, T2=True, T3=False, T4=False)
     # AdamW turns less than Tiger: T2 fails
-    assert dict((n, ok) for n, ok, _ in B.turn_expectations(turn_set(fast_turn=1e-4)))["T2"] is False
+    assert dict((n, ok) for n, ok, _ in TR.turn_expectations(turn_set(fast_turn=1e-4)))["T2"] is False
 
 
 @pytest.mark.corpus
 def test_tigers_turn_bound_catches_a_row_that_turned_too_far():
     by = turn_set()
     by["tiger"]["ortho"] = turn_record("tiger", "ortho", lambda s: 0.01 * s, lambda s: 0.0, lr=3e-3)
-    found = dict((n, (ok, text)) for n, ok, text in B.turn_expectations(by))["T1"]
+    found = dict((n, (ok, text)) for n, ok, text in TR.turn_expectations(by))["T1"]
     assert found[0] is False and "ortho" in found[1] and "FAILS" in found[1]
-    assert B.turn_lines({})[0] == "T2 pending: runs missing"
+    assert TR.turn_lines({})[0] == "T2 pending: runs missing"
 
 
 @pytest.mark.corpus
 def test_the_turn_detail_reads_logns_self_logit_against_the_controls():
     by = turn_set()
-    lines = B.turn_detail_lines(by, steps=(0, 100))
+    lines = TR.turn_detail_lines(by, steps=(0, 100))
     assert len(lines) == 3 and lines[0].startswith("adamw logn at steps 0, 100")
     assert "above the control's +9.37, +4.68" in lines[0]  # AdamW's planted logn self-logit 9.37 (1 - s/200); control 0
-    assert B.turn_detail_lines({"tiger": {"logn": by["tiger"]["logn"]}}) == []  # no control: nothing to read against
+    assert TR.turn_detail_lines({"tiger": {"logn": by["tiger"]["logn"]}}) == []  # no control: nothing to read against
 
 
 @pytest.mark.reports
 def test_the_committed_turn_runs_give_what_appendix_b_section_10_says():
     """Section 10's reading, pinned to its nine committed runs (one seed; described, not a verdict)."""
-    by = B.turn_runs(R.load_runs(R.committed_path("turn")))
-    assert {n: ok for n, ok, _ in B.turn_expectations(by)} == dict(T1=True, T2=True, T3=False, T4=True)
+    by = TR.turn_runs(R.load_runs(R.committed_path("turn")))
+    assert {n: ok for n, ok, _ in TR.turn_expectations(by)} == dict(T1=True, T2=True, T3=False, T4=True)
     z = {o: records.logged(by[o]["logn"], "self_logit") for o in by}
     zc = {o: records.logged(by[o]["control"], "self_logit") for o in by}
     turn = {o: records.logged(by[o]["logn"], "emb_turn") for o in by}
@@ -548,7 +550,7 @@ def test_the_branch_expectations_follow_their_written_rules():
                 h["self_logit"] += drift
             by[opt] = {"logn": r}
         return by
-    held = lambda by: {n: ok for n, ok, _ in B.branch_expectations(by, turn)}
+    held = lambda by: {n: ok for n, ok, _ in TR.branch_expectations(by, turn)}
     assert held(planted(dict(adamw=10, tiger=80, lamb=100))) == dict(B1=True, B2=True, C=True)
     assert held(planted(dict(adamw=20, tiger=80, lamb=100)))["B1"] is False
     assert held(planted(dict(adamw=10, tiger=150, lamb=100)))["B2"] is False   # the ratio stays below 1 at step 100
@@ -560,8 +562,8 @@ def test_the_branch_expectations_follow_their_written_rules():
 def test_the_committed_branch_runs_give_what_appendix_b_section_10_says():
     """The 'what the branches add' reading and README's sentence, pinned to the three re-made logn runs."""
     runs = R.load_runs(R.committed_path("turn"))
-    branches, turn = B.turn_runs(runs, branches=True), B.turn_runs(runs)
-    assert {n: ok for n, ok, _ in B.branch_expectations(branches, turn)} == dict(B1=True, B2=True, C=True)
+    branches, turn = TR.turn_runs(runs, branches=True), TR.turn_runs(runs)
+    assert {n: ok for n, ok, _ in TR.branch_expectations(branches, turn)} == dict(B1=True, B2=True, C=True)
     b = {o: records.logged(branches[o]["logn"], "branch_ratio") for o in branches}
     z = {o: records.logged(branches[o]["logn"], "self_logit") for o in branches}
     assert 12 < b["adamw"][10] < 14 and z["adamw"][10] < 2                               # "13 times it by step 10"
@@ -569,7 +571,7 @@ def test_the_committed_branch_runs_give_what_appendix_b_section_10_says():
     assert first == dict(adamw=10, tiger=70, lamb=60)
     assert first == {o: next(s for s in sorted(z[o]) if z[o][s] < 7) for o in z}  # "fell below 7 at that step"
     for o, s in first.items():  # ... and the notebook prints both steps, so the reading's numbers are not typed in
-        (line,) = [l for l in B.branch_lines(branches, turn) if l.split()[0] == o]
+        (line,) = [l for l in TR.branch_lines(branches, turn) if l.split()[0] == o]
         assert f"the ratio first above 1 at step {s}," in line and line.endswith(f"the self_logit first below 7 at step {s}")
     for o in ("tiger", "lamb"):
         peak = max(b[o], key=b[o].get)
@@ -600,19 +602,19 @@ def test_the_committed_verdicts_fragility_labels_under_the_rule_of_2026_11_26():
     }
     for name, expected in said.items():
         v = B.claims(by[name])
-        delta, _ = C.fragile_delta(by[name], windows, subset)
+        delta, _ = Fr.fragile_delta(by[name], windows, subset)
         for claim, (fragile, shift) in expected.items():
-            line = C.fragile_lines(claim, v[claim], delta[v[claim]["stat"]])
+            line = Fr.fragile_lines(claim, v[claim], delta[v[claim]["stat"]])
             assert line.startswith("FRAGILE" if fragile else "robust"), (name, claim, line)
-            assert C.verdict_flip(claim, v[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)
-    lamb2 = C.verdict_flip("2 other fixes converge alike", B.claims(by["lamb"])["2 other fixes converge alike"])
+            assert Fr.verdict_flip(claim, v[claim])["distance"] == pytest.approx(shift, abs=1e-4), (name, claim)
+    lamb2 = Fr.verdict_flip("2 other fixes converge alike", B.claims(by["lamb"])["2 other fixes converge alike"])
     assert {(r["a"], r["b"]) for r, _, _ in lamb2["moves"]} >= {("untied", "shuffle")}  # it must move, by 0.0312
     # section 7: AdamW at rule R's init, logn - control 'A lower' by a hair (its 95% interval ends at -0.0021)
     new = by["adamw (residual_std=1e-4)"]
-    delta, _ = C.fragile_delta(new, windows, subset)
+    delta, _ = Fr.fragile_delta(new, windows, subset)
     for (a, b), fragile in {("logn", "control"): True, ("logn", "ortho"): False, ("control", "ortho"): False}.items():
         r = dict(a=a, b=b, **S.compare(records.paired(new[a], new[b], "early")))
-        line = C.fragile_lines(f"{a} - {b}", dict(verdict=r["word"], rows=[r]), delta["early"])
+        line = Fr.fragile_lines(f"{a} - {b}", dict(verdict=r["word"], rows=[r]), delta["early"])
         assert line.startswith("FRAGILE" if fragile else "robust"), (a, b, line)
 
 
@@ -623,17 +625,17 @@ def test_a_relative_step_bounds_a_matrixs_frobenius_norm_but_not_its_operator_no
     from optim import Lamb, Tiger
     import torch
     for make in (lambda p, lr: Tiger(p, lr=lr, weight_decay=0.0), lambda p, lr: Lamb(p, lr=lr, weight_decay=0.0)):
-        fro, op = B.rank_one_growth(make, d=64)
+        fro, op = TR.rank_one_growth(make, d=64)
         assert fro == pytest.approx(math.sqrt(1 + 0.3 ** 2), abs=0.01) and fro < math.exp(0.3)
         assert op == pytest.approx(math.sqrt(1 + (0.3 * 8) ** 2), rel=0.05)
-    fro, op = B.rank_one_growth(lambda p, lr: torch.optim.AdamW(p, lr=lr, weight_decay=0.0), d=64)
+    fro, op = TR.rank_one_growth(lambda p, lr: torch.optim.AdamW(p, lr=lr, weight_decay=0.0), d=64)
     assert fro > math.exp(0.3)  # an absolute step is bounded by neither
 
 
 def test_the_branch_weight_lines_set_the_weights_rms_beside_what_the_branches_add():
     """Issue 33 item 1, pinned to section 10's re-made logn runs: under Tiger the branches' weights grow 1.04x by step
     190 while what they add is 6.91 times the embedding at step 100, 10.02 at its largest, 4.00 at step 190."""
-    lines = B.branch_weight_lines(B.turn_runs(R.load_runs(R.committed_path("turn")), branches=True))
+    lines = TR.branch_weight_lines(TR.turn_runs(R.load_runs(R.committed_path("turn")), branches=True))
     tiger, lamb = (next(l for l in lines if l.startswith(o)) for o in ("tiger", "lamb"))
     assert "1.038e-04 at step 190 (1.04x)" in tiger and "6.91 at step 100, largest 10.02 at step 130, 4.00 at step 190" in tiger
     assert "(1.02x)" in lamb and "5.54 at step 100, largest 6.37 at step 90, 3.15 at step 190" in lamb
@@ -643,7 +645,7 @@ def test_the_branch_weight_lines_set_the_weights_rms_beside_what_the_branches_ad
 def test_the_configuration_lines_name_what_differs_besides_the_optimizer_and_the_clipping():
     """Issue 33 items 4 and 5: the sides differ in lr, weight decay and betas, and every Tiger and LAMB step is clipped
     from a raw gradient norm far above 1 (so Tiger's momentum averages unit-norm gradients)."""
-    lines = {l.split(":")[0].strip(): l for l in B.configuration_lines(R.load_runs(R.committed_path("optim")))}
+    lines = {l.split(":")[0].strip(): l for l in TR.configuration_lines(R.load_runs(R.committed_path("optim")))}
     assert "peak lr 0.001 (appendix A's, not swept); weight decay 0.1" in lines["adamw"]
     for o in ("tiger", "lamb"):
         assert "peak lr 0.003 (sweep S); weight decay 0.01" in lines[o]

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import ROOT
 
-from research import cause
+from research import cause, cause_record
 from research.stats import MARGIN
 
 
@@ -221,11 +221,11 @@ def test_the_answer_marks_where_it_puts_the_part_fragile_exactly_when_the_fragil
 def test_the_after_data_lines_print_how_much_smaller_the_lag_is_at_a_twins_own_lr_and_how_near_its_sweep_came():
     gaps = dict(tiger=0.4, lamb=0.4, **{"twin tiger": 0.3, "twin lamb": 0.3, "twin tiger O": 0.1, "twin lamb O": 0.1})
     new, committed = world(gaps, raw=True)
-    text = "\n".join(cause.after_lines(new + sweeps(PICK_1E2), committed))
+    text = "\n".join(cause_record.after_lines(new + sweeps(PICK_1E2), committed))
     assert "Tiger's twin at 3e-3 removes 25% of logn's lag" in text  # (0.4 - 0.3) / 0.4
     assert "the lag at 3e-3 minus the lag at its own lr 0.01 (start): gap(3e-3) - gap(0.01) +0.20" in text
     # a near tie: 1e-2 has the lowest val, but 3e-3 is within the margin, so the rule takes 3e-3; the line says how near
-    text = "\n".join(cause.after_lines(new + sweeps({1e-3: 5.5, 3e-3: 5.2, 1e-2: 5.19, 3e-2: 5.3}), committed))
+    text = "\n".join(cause_record.after_lines(new + sweeps({1e-3: 5.5, 3e-3: 5.2, 1e-2: 5.19, 3e-2: 5.3}), committed))
     assert "lowest best val 5.1900 at lr 0.01" in text and "0.003 (5.2000, 0.0100 higher)" in text
     assert "own lr" not in text  # both twins picked the matched lr: no second lr to compare
 
@@ -237,9 +237,9 @@ def test_the_after_data_lines_check_whether_each_twin_takes_its_originals_first_
     def run(group, turn):
         return dict(fake_run(group, "ortho", 1, 5.0), history=[dict(step=0, emb_turn=turn)])
     runs = [run("ref lamb", 2e-5), run("b lamb-twin lr=0.003", 5e-6), run("b lamb-twin lr=0.03", 5e-5)]
-    (line,) = cause.first_step_lines(runs, "lamb")
+    (line,) = cause_record.first_step_lines(runs, "lamb")
     assert "LAMB 2e-05 rad; the twin 5e-06 at lr 0.003 (0.25x), 5e-05 at lr 0.03 (2.50x)" in line
-    assert cause.first_step_lines(runs, "tiger") == []  # no re-made Tiger run: nothing to compare
+    assert cause_record.first_step_lines(runs, "tiger") == []  # no re-made Tiger run: nothing to compare
 
 
 def test_the_cause_figure_draws_each_part_as_a_paired_gap_over_time_and_leaves_out_what_has_no_runs():
@@ -289,27 +289,27 @@ def sweep_s(best, device=None):
 def test_the_gpu_sweeps_are_used_only_if_sweep_s_re_made_on_that_gpu_picks_what_the_cpu_picked():
     cpu = {"tiger": {1e-3: 5.3, 3e-3: 4.75, 1e-2: 4.78, 3e-2: 6.4}, "lamb": {1e-3: 5.1, 3e-3: 4.69, 1e-2: 4.68, 3e-2: 5.0}}
     same = {o: {lr: v + 0.01 for lr, v in d.items()} for o, d in cpu.items()}  # shifted alike: the same picks
-    lines = cause.where_lines([], sweep_s(cpu), sweep_s(same, "GPU"))
+    lines = cause_record.where_lines([], sweep_s(cpu), sweep_s(same, "GPU"))
     assert lines[-1].endswith("the twins' sweeps made there are used") and "moved by up to 0.010" in lines[0]
     other = {**same, "lamb": {**same["lamb"], 1e-2: 4.60}}  # on the GPU LAMB's 1e-2 wins by more than the 0.02 margin
-    lines = cause.where_lines([], sweep_s(cpu), sweep_s(other, "GPU"))
+    lines = cause_record.where_lines([], sweep_s(cpu), sweep_s(other, "GPU"))
     assert "picks 0.01 (the CPU's: 0.003)" in lines[1] and "descriptive only" in lines[-1]
 
 
 def test_a_near_tie_is_set_beside_how_far_the_gpu_moved_the_same_two_lrs_against_each_other():
     cpu = {"tiger": {1e-3: 5.3, 3e-3: 4.75, 1e-2: 4.74, 3e-2: 6.4}}
     gpu = {"tiger": {1e-3: 5.3, 3e-3: 4.80, 1e-2: 4.76, 3e-2: 6.4}}  # 3e-3 up by 0.05, 1e-2 by 0.02: 0.03 apart
-    line = cause._device_shift(sweep_s(cpu), "tiger", 3e-3, 1e-2, sweep_s(gpu, "GPU"))
+    line = cause_record._device_shift(sweep_s(cpu), "tiger", 3e-3, 1e-2, sweep_s(gpu, "GPU"))
     assert line.endswith("moved 0.0300 against each other"), line
-    assert cause._device_shift(sweep_s(cpu), "lamb", 3e-3, 1e-2, sweep_s(gpu, "GPU")) == ""  # no LAMB runs: nothing
+    assert cause_record._device_shift(sweep_s(cpu), "lamb", 3e-3, 1e-2, sweep_s(gpu, "GPU")) == ""  # no LAMB runs: nothing
 
 
 def test_the_cpu_budget_counts_steps_at_the_fastest_fresh_runs_time_not_the_logged_wall_times():
     runs = [dict(fake_run("a tiger", "logn", s, 5.0), wall_s=w, resumed_from_step=r, finished=f"2026-11-26 0{s}:00:00")
             for s, w, r in ((1, 800.0, 0), (2, 1200.0, 0), (3, 100.0, 300))]  # seed 3 resumed: its wall is a part only
-    line = cause.where_lines(runs, [], [])[-2]
+    line = cause_record.where_lines(runs, [], [])[-2]
     assert "1,200 steps x 2.00 s a step" in line and "= 0.7 core-hours" in line and "wall times: 0.6 h" in line
-    assert cause.where_lines(runs, [], [])[-1].endswith("after 3 runs, whose logged wall times came to 0.6 h")
+    assert cause_record.where_lines(runs, [], [])[-1].endswith("after 3 runs, whose logged wall times came to 0.6 h")
 
 
 def test_the_report_says_when_the_budgets_measure_came_and_what_wall_time_would_have_cut():
@@ -321,11 +321,11 @@ def test_the_report_says_when_the_budgets_measure_came_and_what_wall_time_would_
             run(3, "b lamb-twin lr=0.003", 2.0, "2026-11-26 19:00:00"),
             run(4, "b lamb-twin lr=0.01", 1.0, "2026-11-26 20:00:00"), run(5, "b lamb-twin lr=0.01", 1.0, "2026-11-26 21:00")]
     gpu = [dict(r, device="GPU") for r in sweeps(PICK_1E2)]  # the twins' sweeps: LAMB's twin picks 1e-2
-    line = cause.where_lines(runs + gpu, [], [])[-1]
+    line = cause_record.where_lines(runs + gpu, [], [])[-1]
     assert "after 2 runs, whose logged wall times came to 11.0 h" in line, line
     assert "ran out at run 3 of 5, and the cut rule would have dropped LAMB's twin's 2 runs at its own lr" in line
     runs[2]["wall_s"] = 0.5 * 3600  # 11.5 h by the third run: the hours run out at the fourth
-    assert "ran out at run 4 of 5" in cause.where_lines(runs + gpu, [], [])[-1]
+    assert "ran out at run 4 of 5" in cause_record.where_lines(runs + gpu, [], [])[-1]
 
 
 @pytest.mark.reports
@@ -336,8 +336,8 @@ def test_every_committed_cause_run_was_made_at_the_preregistered_commit_and_says
     assert new and {r["git_commit"] for r in new} == {cause.PREREGISTERED_AT}
     on_gpu = {r["group"].split(" lr=")[0] for r in new if r.get("device")}
     assert on_gpu <= {"sweep tiger-twin", "sweep lamb-twin"}
-    assert {r["git_commit"] for r in cause.load_runs(cause.DEVICE_CHECK)} == {cause.PREREGISTERED_AT}
-    assert cause.where_lines(new, committed)[2].endswith("the twins' sweeps made there are used")
+    assert {r["git_commit"] for r in cause.load_runs(cause_record.DEVICE_CHECK)} == {cause.PREREGISTERED_AT}
+    assert cause_record.where_lines(new, committed)[2].endswith("the twins' sweeps made there are used")
 
 
 @pytest.mark.reports
@@ -346,12 +346,13 @@ def test_the_committed_cause_verdicts_fragility_under_section_5s_rule():
     statistics, by the shift of the body's effect the prose quotes (0.0215; 0.0221 over steps 100-400). Pinned so the
     prose fails when the data or the rule change."""
     from research import claims
+    from research import fragility
     from research import plans
     from research import records
     runs = records.load_runs(records.committed_path("optim"))
     by = plans.settings("optim", runs)
     one = next(r for r in runs if "val_windows_last" in r)
-    delta = {o: claims.fragile_delta(by[o], len(one["val_windows_last"]), one["config"]["dense_val_windows"])[0]
+    delta = {o: fragility.fragile_delta(by[o], len(one["val_windows_last"]), one["config"]["dense_val_windows"])[0]
              for o in ("tiger", "lamb")}
     new, committed = cause.load()
     for stat, shift in ((cause.PRIMARY, "0.0215"), (cause.SECONDARY, "0.0221")):

@@ -115,3 +115,52 @@ def test_the_core_modules_import_each_other_one_way():
 def test_no_module_of_the_project_imports_itself_round_a_circle():
     found = cycles(import_graph())
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_the_core_imports_nothing_from_the_lab_or_the_class():
+    """The core (model, trainer and what they import) is what a student reads first: research/ and lessons/ live
+    beside it and may import it, never the other way round."""
+    graph = import_graph()
+    into = {m: sorted(n for n in graph[m] if n.startswith(("research", "lessons")) or n == "demo")
+            for m in CORE_MODULES if m in graph}
+    assert not any(into.values()), f"the core imports the lab: {into}"
+
+
+# Fields only a train.Run has (a run record of research/ is a dict with other keys)
+RUN_ONLY = {"loss_model", "step_model", "ckpt_path", "metrics_path", "first_bad", "loss_sum", "n_summed", "ckpt_step",
+            "t_last", "step_last", "train_data", "val_data"}
+
+
+def test_no_function_outside_train_py_takes_a_run():
+    """What only the loop uses lives beside the loop: a function elsewhere that reads a Run's own fields from an
+    argument would take the loop's state by duck typing."""
+    found = []
+    for name, path in project_modules().items():
+        if name == "train":
+            continue
+        for fn in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+            used = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                    and n.value.id in params and n.attr in RUN_ONLY}
+            if used:
+                found.append(f"{name}.{fn.name} ({', '.join(sorted(used))})")
+    assert not found, f"functions that take a train.Run outside train.py: {found}"
+
+
+def test_no_module_is_over_450_lines_but_the_model_and_the_trainer():
+    """A module over 450 lines usually holds two concerns."""
+    long = {name: n for name, path in project_modules().items()
+            if name not in ("tiedgpt", "train") and (n := len(open(path, encoding="utf-8").read().splitlines())) > 450}
+    assert not long, f"modules over 450 lines: {long}"
+
+
+def test_every_module_docstring_is_api_of_at_most_20_lines():
+    """Lab notes and measurements live in docs/ and the appendices; tiedgpt.py's docstrings derive the heads."""
+    long = {}
+    for name, path in project_modules().items():
+        doc = ast.get_docstring(ast.parse(open(path, encoding="utf-8").read()), clean=False)
+        if name != "tiedgpt" and doc and len(doc.strip("\n").splitlines()) > 20:
+            long[name] = len(doc.strip("\n").splitlines())
+    assert not long, f"module docstrings over 20 lines: {long}"

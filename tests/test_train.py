@@ -436,3 +436,30 @@ def test_the_rmsnorm_softcap_variant_trains_from_the_command_line(data_dir):
              "--softcap=5"])
     assert p.returncode == 0, p.stderr
     assert "head=softcap" in p.stdout and "final val loss" in p.stdout
+
+
+def test_each_default_that_stands_for_another_value_is_worked_out_in_one_place(monkeypatch):
+    """min_lr, lr_decay_iters, weight_decay and data_seed default to None, which stands for another value. One function
+    works each out (config.resolved_defaults); change its rule and every reader follows: the lr schedule, the
+    optimizer, the batch order and the checkpoint's settings check."""
+    import config as C
+    import train as T
+    from checkpoint import run_settings
+    from optim import make_optimizer
+    from tiedgpt import GPT
+    real = C.resolved_defaults
+
+    def other_rule(get):  # a changed rule: min_lr lr/2, the cosine twice max_iters, decay 0.5, batches from seed + 1
+        r = real(get)
+        r.update(min_lr=get("lr") / 2, lr_decay_iters=2 * get("max_iters"), weight_decay=0.5, data_seed=get("seed") + 1)
+        return r
+    c = config(lr=1e-3, max_iters=10, warmup_iters=0, seed=7)
+    monkeypatch.setattr(C, "resolved_defaults", other_rule)
+    assert T.lr_at(1000, c) == pytest.approx(5e-4)  # past the cosine: min_lr
+    assert T.lr_at(10, c) > 5e-4 + 1e-6  # step 10 is mid-cosine now (it ends at 20)
+    opt = make_optimizer(GPT(c.model_config()), c)
+    assert opt.param_groups[0]["weight_decay"] == 0.5
+    import dataclasses
+    s = run_settings(dataclasses.asdict(c), {})
+    assert (s["min_lr"], s["lr_decay_iters"], s["weight_decay"], s["data_seed"]) == (5e-4, 20, 0.5, 8)
+    assert c.resolved()["data_seed"] == 8  # train.setup seeds the batch generator from c.resolved()
