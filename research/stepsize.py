@@ -219,9 +219,10 @@ def figure(tab, n=11706):
                 continue
             face = col if c["state"] == "trained" else "white"
             lo, hi = per_entry_step(opt, lr, n)
-            ax.errorbar([xi], [c["mean"]], yerr=[[c["mean"] - c["ci95"][0]], [c["ci95"][1] - c["mean"]]],
+            ci = c["ci95"] or (c["mean"], c["mean"])
+            ax.errorbar([xi], [c["mean"]], yerr=[[c["mean"] - ci[0]], [ci[1] - c["mean"]]],
                         xerr=[[xi - lo], [hi - xi]] if hi > lo else None, fmt="o", color=col, mfc=face, ms=6)
-            bx.errorbar([c["ortho_end"]], [c["mean"]], yerr=[[c["mean"] - c["ci95"][0]], [c["ci95"][1] - c["mean"]]],
+            bx.errorbar([c["ortho_end"]], [c["mean"]], yerr=[[c["mean"] - ci[0]], [ci[1] - c["mean"]]],
                         fmt="o", color=col, mfc=face, ms=6)
     for a in (ax, bx):
         a.axhline(0, color="black", lw=0.8)
@@ -242,7 +243,8 @@ def cell_line(opt, lr, c):
         return f"  {name:18s} diverged"
     ci = c["ci95"]
     note = "" if c["state"] == "trained" else " (hardly moved: counts for neither)"
-    return (f"  {name:18s} {c['word']:10s} {c['mean']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]  ortho "
+    shown = f"[{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "(one seed: no interval)"
+    return (f"  {name:18s} {c['word']:10s} {c['mean']:+.2f} {shown}  ortho "
             f"{c['ortho_start']:.2f} -> {c['ortho_end']:.2f}{note}")
 
 
@@ -259,7 +261,8 @@ def report_lines(tab, runs):
     lines += [f"predicted under {h}: {p}" for h, p in PREDICTIONS.items()]
     lines.append(f"the answer (pre-registered rule): {answer(tab)}")
     for lr, t in tracking(tab, runs).items():
-        lines.append(f"  Signum - AdamW at step {lr:g}: {t['mean']:+.2f} [{t['ci95'][0]:+.2f}, {t['ci95'][1]:+.2f}]")
+        ci = f"[{t['ci95'][0]:+.2f}, {t['ci95'][1]:+.2f}]" if t["ci95"] else "(one seed)"
+        lines.append(f"  Signum - AdamW at step {lr:g}: {t['mean']:+.2f} {ci}")
     return lines
 
 

@@ -120,3 +120,14 @@ def test_the_figure_draws_every_cell_and_the_report_states_the_rule_and_both_pre
     text = "\n".join(Z.report_lines(tab, runs))
     assert "AdamW lr 3e-05     diverged" in text and "the answer (pre-registered rule): H_S" in text
     assert "predicted under H_S" in text and "predicted under H_C" in text
+
+
+def test_the_report_and_figure_read_a_sweep_with_one_seed_so_far():
+    """Partial data (the campaign lands run by run): one seed has no interval, its word is "can't tell"."""
+    import matplotlib
+    matplotlib.use("Agg")
+    runs = fake_runs(step_size_effect, seeds=(1,))
+    tab = Z.table(runs)
+    assert {c["word"] for c in tab.values()} == {"can't tell"} and Z.answer(tab) == "undecided"
+    Z.figure(tab)
+    assert "(one seed: no interval)" in "\n".join(Z.report_lines(tab, runs))
