@@ -134,7 +134,11 @@ def bench_against_baseline(c, rounds=3, log=print):
 def main(argv):
     """python bench.py --key=value ...: train.py's command line (its flags, its one-line errors), timing instead of
     training."""
-    return train.main(["--bench=10", *argv], task=lambda c: (bench_against_baseline if c.bench_baseline else bench)(c))
+    def task(c):
+        if c.bench < 1:
+            raise ValueError(f"--bench must be >= 1, the steps to time (got {c.bench})")
+        return (bench_against_baseline if c.bench_baseline else bench)(c)
+    return train.main(["--bench=10", *argv], task=task)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,14 @@ RUN_FIELDS = ("seed", "data_seed", "batch_size", "dtype", "optimizer", "relative
 CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_rng", "tokens", "loss_sum", "n_summed")
 
 
-def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0, emb0=None):
+def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0, emb0=None,
+                    history=None):
     """Write ckpt.pt atomically: to ckpt.pt.tmp, then rename. A kill or a full disk mid-write leaves the previous
     checkpoint intact (and the .tmp is removed). `data` identifies the dataset (see data_identity); tokens,
     loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have; emb0 (log_rows: E
-    at init, what emb_turn is measured from) lets it measure from the same reference."""
+    at init, what emb_turn is measured from) lets it measure from the same reference; history, the metrics rows
+    before `step`, makes the checkpoint the one record of its run's rows (a resumed run rewrites metrics.jsonl from
+    it, so rows of another run, or none, can't be spliced in)."""
     state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=step,
                  config=dataclasses.asdict(config), data=data, data_rng=gen.get_state(),
                  torch_rng=torch.get_rng_state(), tokens=int(tokens), loss_sum=float(loss_sum),
@@ -47,17 +50,20 @@ def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, l
                  cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
     if emb0 is not None:
         state["emb0"] = emb0
+    if history is not None:
+        state["history"] = [dict(r) for r in history]
     tmp = path + ".tmp"
     try:
         torch.save(state, tmp)
         os.replace(tmp, path)
-    except OSError as e:
+    except (OSError, RuntimeError) as e:  # torch.save reports a full disk as a RuntimeError
         try:
             os.remove(tmp)
         except OSError:
             pass
-        raise TrainingError(f"could not write the checkpoint {path}: {e.strerror or e} "
-                            f"(the previous checkpoint, if any, is kept)") from None
+        why = getattr(e, "strerror", None) or str(e).strip().splitlines()[-1][:120]
+        raise TrainingError(f"could not write the checkpoint {path}: {why} (the disk may be full; the previous "
+                            f"checkpoint, if any, is kept)") from None
 
 
 def load_checkpoint(path, config, data=None, model=None, optimizer=None):
@@ -79,16 +85,18 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
                             f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
     check_contents(path, state)
     saved = state["config"]
-    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
-    if diff:
-        raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
     made_with = saved.get("optimizer", "adamw")  # checkpoints from before optim.py were all AdamW
-    if made_with != config.optimizer:
+    if made_with != config.optimizer:  # first: another optimizer also changes a default model field (residual_std)
         raise TrainingError(f"--resume: {path} was trained with optimizer={made_with} (now {config.optimizer}): its "
                             f"saved optimizer state means nothing to {config.optimizer}; resume with "
                             f"--optimizer={made_with}, or start a new run")
-    if data is not None and state["data"] != data:
-        diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in data.items() if state["data"].get(k) != v]
+    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
+    if diff:
+        raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
+    # the data's identity; a field an older checkpoint lacks (the token files' sha256) is not compared
+    diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in (data or {}).items()
+            if k in state["data"] and state["data"][k] != v]
+    if diff:
         raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
                             f"silently fine-tune it on this data. Start a new run with another --out_dir instead")
     check_run_settings(path, saved, config)
@@ -117,6 +125,12 @@ def _is_state(v):
     return torch.is_tensor(v) and v.dtype == torch.uint8 and v.dim() == 1 and v.numel() == torch.get_rng_state().numel()
 
 
+def _is_history(rows, step):
+    """Metrics rows as save_checkpoint keeps them: dicts whose whole steps increase and come before the checkpoint's."""
+    steps = [r.get("step") if isinstance(r, dict) else None for r in rows] if isinstance(rows, list) else [None]
+    return _is_int(step) and all(_is_int(s) and 0 <= s < step for s in steps) and steps == sorted(steps)
+
+
 def check_contents(path, state):
     """The plain fields of a checkpoint have the types and ranges save_checkpoint writes."""
     checks = [("step", _is_int(state["step"]) and state["step"] >= 0, "a whole number >= 0"),
@@ -135,7 +149,9 @@ def check_contents(path, state):
               ("torch_rng", _is_state(state["torch_rng"]), f"a generator state ({torch.get_rng_state().numel()} bytes)"),
               ("cuda_rng", state.get("cuda_rng") is None or (isinstance(state["cuda_rng"], list) and all(
                   torch.is_tensor(t) and t.dtype == torch.uint8 for t in state["cuda_rng"])),
-               "None or a list of generator states")]
+               "None or a list of generator states"),
+              ("history", state.get("history") is None or _is_history(state["history"], state["step"]),
+               "a list of metrics rows (dicts with whole, increasing steps before the checkpoint's)")]
     for field, ok, want in checks:
         if not ok:
             v = state[field] if field in state else None
@@ -262,8 +278,9 @@ def check_optimizer_state(path, saved, optimizer, model=None):
 
 
 def data_identity(c, meta, train_data, val_data, ids):
-    """What a checkpoint's weights mean depends on the data: the dataset, its source text's sha256, its token
-    counts, and (vocab='corpus') which GPT-2 tokens the rows of E stand for."""
+    """What a checkpoint's weights mean depends on the data: the dataset, its source text's and its token files'
+    sha256, its token counts, and (vocab='corpus') which GPT-2 tokens the rows of E stand for."""
     ids_sha = None if ids is None else hashlib.sha256(np.asarray(ids, np.int64).tobytes()).hexdigest()
-    return dict(dataset=meta["dataset"], source_sha256=meta.get("sha256"), train_tokens=int(len(train_data)),
-                val_tokens=int(len(val_data)), vocab=c.vocab, vocab_ids_sha256=ids_sha)
+    return dict(dataset=meta["dataset"], source_sha256=meta.get("sha256"), train_sha256=meta.get("train_sha256"),
+                val_sha256=meta.get("val_sha256"), train_tokens=int(len(train_data)), val_tokens=int(len(val_data)),
+                vocab=c.vocab, vocab_ids_sha256=ids_sha)

@@ -9,6 +9,7 @@ import os
 import sys
 from dataclasses import dataclass, fields
 
+from errors import print_help
 from machine import check_device_settings
 from optim import DEFAULT_WEIGHT_DECAY, TIGER_RESIDUAL_STD, check_settings
 from tiedgpt import GPTConfig, flag
@@ -100,8 +101,9 @@ class Config(GPTConfig):
         for name, low in least.items():
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
-        if not self.lr > 0 or (self.min_lr is not None and self.min_lr < 0):
-            raise ValueError(f"lr must be > 0 and min_lr >= 0, got lr={self.lr}, min_lr={self.min_lr}")
+        if not self.lr > 0 or (self.min_lr is not None and not 0 <= self.min_lr <= self.lr):
+            raise ValueError(f"lr must be > 0 and min_lr in [0, lr] (the cosine ends at min_lr), got lr={self.lr}, "
+                             f"min_lr={self.min_lr}")
         if (self.bench_baseline or self.bench_profile) and not self.bench:
             raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
@@ -140,10 +142,9 @@ def parse_args(argv, cls=Config, doc=None):
     kw = {}
     for arg in argv:
         if arg in ("-h", "--help"):
-            print((doc or __doc__).strip() + "\n\nflags (--key=value, default shown):")
             width = max(len(f"--{f.name}={f.default}") for f in fields(cls))
-            for f in fields(cls):
-                print(f"  {f'--{f.name}={f.default}':{width}}  {f.metadata.get('help', '')}")
+            print_help((doc or __doc__).strip() + "\n\nflags (--key=value, default shown):\n" + "\n".join(
+                f"  {f'--{f.name}={f.default}':{width}}  {f.metadata.get('help', '')}" for f in fields(cls)))
             sys.exit(0)
         key, eq, val = arg[2:].partition("=")
         if not arg.startswith("--") or not eq:

@@ -4,6 +4,9 @@ the user can act on (a diverged run, a bad checkpoint, a busy out_dir), a ValueE
 used; anything else is a bug and keeps its traceback.
 """
 
+import os
+import sys
+
 
 class TrainingError(RuntimeError):
     """A problem the user can act on (diverged, bad checkpoint, busy out_dir): the CLI prints it as one line."""
@@ -16,6 +19,15 @@ class Diverged(TrainingError):
     def __init__(self, message, step):
         super().__init__(message)
         self.step, self.history = step, []
+
+
+def print_help(text):
+    """Print a command's --help; if the reader has gone (`--help | head -1`), end quietly instead of a BrokenPipeError
+    traceback."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def explain(e):

@@ -5,6 +5,7 @@ whether a notebook is running it, whether the run fits in memory, and the FLOPs 
 
 import os
 import platform
+import re
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -61,7 +62,7 @@ def check_device_settings(c):
                          "which this code leaves out; use bfloat16 (same speed on GPUs that have it) or float32")
     if c.dtype not in ("auto", "float32", "bfloat16"):
         raise ValueError(f"dtype must be auto, float32 or bfloat16, got {c.dtype!r}")
-    if c.device not in ("auto", "cpu", "mps") and not c.device.startswith("cuda"):
+    if c.device not in ("auto", "cpu", "mps", "cuda") and not re.fullmatch(r"cuda:\d+", c.device):
         raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {c.device!r}")
 
 

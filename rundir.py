@@ -7,6 +7,7 @@ metrics rows that came before it (start_state).
 import dataclasses
 import json
 import os
+import time
 
 import torch
 
@@ -74,10 +75,14 @@ def claim_out_dir(c):
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     ckpt = os.path.join(d, "ckpt.pt")
-    if os.path.exists(ckpt) and not c.resume and not c.overwrite:
+    earlier = [f for f in ("ckpt.pt", "metrics.jsonl", "config.json") if os.path.exists(os.path.join(d, f))]
+    if earlier and not c.resume and not c.overwrite:  # a fresh run never writes over another run's files
         lock.close()
-        raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
-                            f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
+        if "ckpt.pt" in earlier:
+            raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
+                                f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
+        raise TrainingError(f"{d} holds an earlier run's {' and '.join(earlier)} (no checkpoint to resume): "
+                            f"--out_dir=NEW starts a new run beside them, --overwrite=true replaces them")
     if c.overwrite:
         for name in RUN_FILES:
             try:
@@ -149,11 +154,13 @@ def read_metrics(path, before):
     return out
 
 
-def start_state(c, model, optimizer, gen, data_id, device, log):
+def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     """Where a run stands before its first step: dict(step, tokens, loss_sum, n_summed, history, ckpt_step, emb0).
     Fresh: step 0, and (log_rows) E at init, emb0, what emb_turn measures from. With c.resume: model, optimizer,
     batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
-    step, token count and running loss sum, and the metrics rows before its step (later ones will be redone)."""
+    step, token count and running loss sum, and the metrics rows before its step (later ones will be redone): the
+    checkpoint's own, so a metrics.jsonl that does not hold them (another run's, edited, damaged) is set aside, kept
+    whole beside it, by the master process."""
     # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
     # which load_checkpoint makes sure is the checkpoint's
     state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None,
@@ -179,6 +186,19 @@ def start_state(c, model, optimizer, gen, data_id, device, log):
     # tokens, loss_sum and n_summed: see save_checkpoint
     state.update(step=saved["step"], tokens=saved["tokens"], loss_sum=saved["loss_sum"], n_summed=saved["n_summed"],
                  ckpt_step=saved["step"])
-    state["history"] = read_metrics(os.path.join(c.out_dir, "metrics.jsonl"), before=state["step"])
+    metrics = os.path.join(c.out_dir, "metrics.jsonl")
+    if saved.get("history") is None:  # a checkpoint from before checkpoints kept their rows: metrics.jsonl's
+        state["history"] = read_metrics(metrics, before=state["step"])
+    else:  # the rows before the checkpoint are the checkpoint's own (write_run_files rewrites metrics.jsonl from them)
+        state["history"] = saved["history"]
+        try:
+            same = read_metrics(metrics, before=state["step"]) == state["history"]
+        except TrainingError:
+            same = False
+        if master and os.path.exists(metrics) and not same:
+            kept = f"{metrics}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
+            os.replace(metrics, kept)
+            log(f"{metrics} did not hold the checkpoint's rows before step {state['step']} (another run's, edited "
+                f"or damaged): kept as {os.path.basename(kept)}; the checkpoint's rows are written instead")
     log(f"resumed from {ckpt_path} at step {state['step']}")
     return state

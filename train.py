@@ -138,7 +138,7 @@ def setup(c, log, held, probes=()):
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)  # optim.py
     gen = torch.Generator().manual_seed(c.resolved()["data_seed"])
-    state = start_state(c, model, optimizer, gen, data_id, device, log)
+    state = start_state(c, model, optimizer, gen, data_id, device, log, master)
     if master and c.out_dir:
         write_run_files(c, meta, device, world, state["history"])
     loss_model = FusedLoss(model) if c.fused_loss else model
@@ -184,7 +184,7 @@ def checkpoint(run):
         total /= run.world
     if run.master and run.ckpt_path:
         save_checkpoint(run.ckpt_path, run.model, run.optimizer, run.step, run.c, run.gen, run.data_id, run.tokens,
-                        total.item(), run.n_summed, emb0=run.emb0)
+                        total.item(), run.n_summed, emb0=run.emb0, history=run.history)
     if run.ckpt_path:  # every process: each may be the one that reports a divergence
         run.ckpt_step = run.step
 

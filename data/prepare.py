@@ -117,7 +117,10 @@ def load_text(dataset="shakespeare", input=None, log=print):
                 f"Results will NOT be on Shakespeare; meta.json records corpus='pydoc_topics'.\n"
                 f"To use Shakespeare offline, put the text at {path}\n{bar}")
             return _pydoc_topics(), "pydoc_data.topics (fallback: Tiny Shakespeare unavailable)", "pydoc_topics"
-    return read_text(path, "Tiny Shakespeare's"), SHAKESPEARE_URL, "shakespeare"
+    text = read_text(path, "Tiny Shakespeare's")
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != SHAKESPEARE_SHA256:  # a text put there by hand
+        return text, f"{path} (not the Tiny Shakespeare download: its sha256 differs)", "shakespeare"
+    return text, SHAKESPEARE_URL, "shakespeare"
 
 
 def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
@@ -144,6 +147,8 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
     os.makedirs(out, exist_ok=True)
     for name, part in (("train", ids[:split]), ("val", ids[split:])):
         _atomic_write(os.path.join(out, f"{name}.bin"), part.tobytes())
+    hashes = {f"{name}_sha256": hashlib.sha256(part.tobytes()).hexdigest()
+              for name, part in (("train", ids[:split]), ("val", ids[split:]))}
     meta = dict(
         dataset=dataset, corpus=corpus, source=source,
         sha256=_source_sha256(source_file) if source_file else hashlib.sha256(text.encode("utf-8")).hexdigest(),
@@ -152,6 +157,7 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         tokens=len(ids), train_tokens=split, val_tokens=len(ids) - split,
         distinct_tokens=int(len(np.unique(ids))),
         repeat_fraction=float((ids[1:] == ids[:-1]).mean()),  # r: targets equal to their input token
+        **hashes,  # the token files' own identity: a file damaged in place is caught (check_prepared)
     )
     _atomic_write(os.path.join(out, "meta.json"), json.dumps(meta, indent=2).encode())
     log(f"{dataset}: {meta['tokens']:,} tokens ({meta['train_tokens']:,} train, {meta['val_tokens']:,} val) "
@@ -191,7 +197,7 @@ def meta_problem(meta, dataset):
 def load_meta(dataset):
     """meta.json of a prepared dataset, checked: one line naming the file and the fix if it is damaged."""
     path = os.path.join(dataset_dir(dataset), "meta.json")
-    fix = f"delete {dataset_dir(dataset)} and run again to re-prepare it"
+    fix = refix(dataset)
     try:
         with open(path) as f:
             meta = json.load(f)
@@ -206,8 +212,9 @@ def load_meta(dataset):
 
 
 def check_prepared(dataset, meta):
-    """The token files agree with meta.json: whole uint16 values, the recorded counts, ids below the vocabulary."""
-    fix = f"delete {dataset_dir(dataset)} and run again to re-prepare it"
+    """The token files agree with meta.json: whole uint16 values, the recorded counts, ids below the vocabulary, and
+    the bytes meta.json's sha256 names (a file damaged in place keeps its size)."""
+    fix = refix(dataset)
     for split in ("train", "val"):
         path = os.path.join(dataset_dir(dataset), f"{split}.bin")
         size = os.path.getsize(path)
@@ -217,6 +224,14 @@ def check_prepared(dataset, meta):
             raise ValueError(f"{path} holds {size // 2:,} tokens but meta.json says {meta[f'{split}_tokens']:,}: {fix}")
         if size and int(load_split(dataset, split).max()) >= meta["vocab_size"]:
             raise ValueError(f"{path} holds token ids >= the vocabulary's {meta['vocab_size']}: {fix}")
+        if meta.get(f"{split}_sha256") and _source_sha256(path) != meta[f"{split}_sha256"]:
+            raise ValueError(f"{path} is not the file that was prepared (its sha256 differs from meta.json's): {fix}")
+
+
+def refix(dataset):
+    """The advice for a damaged prepared dataset: remove what prepare.py made, never the source text beside it."""
+    d = dataset_dir(dataset)
+    return f"delete meta.json, train.bin and val.bin in {d} (the derived files; any input.txt stays) and run again"
 
 
 def _source_sha256(path):
@@ -236,6 +251,9 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
             return prepare(dataset, input, log=log)
         if os.path.exists(source) and meta["sha256"] != _source_sha256(source):
             log(f"{source} changed since {d} was prepared: preparing it again")
+            return prepare(dataset, input, log=log)
+        if "train_sha256" not in meta and (os.path.exists(source) or name == "pydoc_topics"):
+            log(f"{d} was prepared before token files were hashed: preparing it again")
             return prepare(dataset, input, log=log)
         check_prepared(name, meta)
         return meta
@@ -267,6 +285,9 @@ def load_data(c, log=print):
         raise ValueError(f"block_size={c.block_size} is beyond the data: {meta['dataset']} has "
                          f"{len(train_data)} train and {len(val_data)} val tokens")
     ids, lut, c = corpus_vocab(c, train_data, val_data)
+    if ids is not None and len(ids) < 2:
+        raise ValueError(f"{meta['dataset']} uses only {len(ids)} distinct token: vocab=corpus needs at least 2 (a "
+                         f"softmax over one token has nothing to learn); use --vocab=full or another text")
     if c.vocab == "full" and meta["vocab_size"] > c.vocab_size:
         raise ValueError(f"vocab_size={c.vocab_size} is smaller than the tokenizer's {meta['vocab_size']}")
     return c, meta, train_data, val_data, ids, lut
@@ -296,7 +317,10 @@ def main(argv):
     for arg in argv:
         key, eq, val = arg.lstrip("-").partition("=")
         if arg in ("-h", "--help"):
-            print(__doc__.strip())
+            try:
+                print(__doc__.strip(), flush=True)
+            except BrokenPipeError:  # `--help | head -1`: the reader has gone; nothing more to say
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
         if not arg.startswith("--") or not eq or key not in opts:
             print(f"prepare.py: bad argument {arg!r}; use --dataset=NAME, --input=FILE, --val_fraction=F",
@@ -307,6 +331,9 @@ def main(argv):
         prepare(opts["dataset"], opts["input"], float(opts["val_fraction"]))
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as e:
         print(f"prepare.py: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a folder that can't be made (a name too long, no permission, a full disk)
+        print(f"prepare.py: can't write {e.filename or 'the prepared files'}: {e.strerror or e}", file=sys.stderr)
         return 2
     return 0
 

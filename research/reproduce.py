@@ -42,7 +42,7 @@ from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: 
 from probes import window_losses  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
-from errors import Diverged, TrainingError  # noqa: E402
+from errors import Diverged, TrainingError, print_help  # noqa: E402
 from train import evaluations_at, train  # noqa: E402
 
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
@@ -332,7 +332,7 @@ USAGE = (f"usage: python -m research.reproduce {'|'.join(SCALES)} [--out=DIR] [-
 def _cli(argv):
     usage = USAGE
     if any(a in ("-h", "--help") for a in argv):
-        print(plan_help())
+        print_help(plan_help())
         return 0
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
     if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \

@@ -1,0 +1,202 @@
+"""Nothing lost, nothing mixed: a run's files belong to the run its checkpoint names, the data are the data that were
+prepared, and every refusal is one line with a non-zero exit (issue 45: an adversarial pass's silent paths).
+
+Tiny runs on pydoc's topics in a temp dir, and the command lines called in-process, except where a new Python is the
+point (a pipe closed early, a killed process): those are marked slow."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import train as T
+from errors import TrainingError
+from helpers import ROOT, TINY, config, rows
+
+
+def quiet(*_):
+    pass
+
+
+def one_line(err):
+    return len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def tiny_run(out, steps, **kw):
+    return T.train(config(max_iters=steps, eval_interval=50, out_dir=str(out), **kw), progress=False, log=quiet)
+
+
+# --- a run's files belong to the run its checkpoint names ---------------------------------------------------------
+
+def test_a_checkpoint_copied_from_another_run_resumes_with_that_runs_rows_not_a_splice(data_dir, tmp_path):
+    a, b = tmp_path / "A", tmp_path / "B"
+    tiny_run(a, 50, seed=1)
+    tiny_run(b, 150, seed=2)
+    (a / "ckpt.pt").write_bytes((b / "ckpt.pt").read_bytes())      # B's checkpoint, copied into A's folder
+    tiny_run(a, 200, seed=2, lr_decay_iters=150, resume=True)
+    got, b_rows = rows(a), rows(b)
+    assert all(got[s] == b_rows[s] for s in b_rows if s < 150), "the rows before the checkpoint must be B's own"
+    assert max(got) == 200
+
+
+def test_a_deleted_metrics_file_is_restored_from_the_checkpoint_on_resume(data_dir, tmp_path):
+    tiny_run(tmp_path, 100)
+    before = rows(tmp_path)
+    (tmp_path / "metrics.jsonl").unlink()
+    tiny_run(tmp_path, 150, lr_decay_iters=100, resume=True)
+    after = rows(tmp_path)
+    assert all(after[s] == before[s] for s in before if s < 100) and max(after) == 150
+
+
+def test_a_fresh_run_refuses_a_folder_holding_an_earlier_runs_metrics_or_config(data_dir, tmp_path):
+    tiny_run(tmp_path, 50)
+    (tmp_path / "ckpt.pt").unlink()                                # a finished run whose checkpoint was deleted
+    kept = (tmp_path / "metrics.jsonl").read_text()
+    with pytest.raises(TrainingError, match="metrics.jsonl") as e:
+        tiny_run(tmp_path, 10)
+    assert one_line(str(e.value)) and (tmp_path / "metrics.jsonl").read_text() == kept
+    (tmp_path / "metrics.jsonl").unlink()                          # a folder with only a config.json of the user's
+    with pytest.raises(TrainingError, match="config.json"):
+        tiny_run(tmp_path, 10)
+
+
+# --- the data are the data that were prepared ----------------------------------------------------------------------
+
+def test_a_token_file_corrupted_in_place_is_refused_not_trained_on(data_dir, tmp_path):
+    import data.prepare as P
+    tiny_run(tmp_path, 50)
+    path = os.path.join(P.dataset_dir("pydoc_topics"), "train.bin")
+    good = open(path, "rb").read()
+    try:
+        bad = bytearray(good)
+        bad[2000:30000] = bytes(28000)                             # same size, zeros in the middle
+        open(path, "wb").write(bytes(bad))
+        with pytest.raises(ValueError, match="train.bin"):
+            tiny_run(tmp_path / "fresh", 10)
+        with pytest.raises((ValueError, TrainingError), match="train.bin"):
+            tiny_run(tmp_path, 100, lr_decay_iters=50, resume=True)
+    finally:
+        open(path, "wb").write(good)
+
+
+@pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
+def test_the_fix_for_a_damaged_meta_json_never_deletes_the_source_text(tmp_path, monkeypatch):
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    d = tmp_path / "shakespeare"
+    d.mkdir()
+    (d / "input.txt").write_text("To be, or not to be: that is the question. " * 40)
+    P.prepare("shakespeare", log=quiet)
+    (d / "meta.json").write_text("{broken")
+    with pytest.raises(ValueError) as e:
+        P.ensure_prepared("shakespeare", log=quiet)
+    advice = str(e.value).split(": ", 1)[1]
+    assert "delete meta.json, train.bin and val.bin" in advice and f"delete {d}" not in advice
+
+
+@pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
+def test_a_replaced_input_txt_is_not_recorded_as_tiny_shakespeares_download(tmp_path, monkeypatch):
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    (tmp_path / "shakespeare").mkdir()
+    (tmp_path / "shakespeare" / "input.txt").write_text("Not Shakespeare at all, but my own words. " * 40)
+    meta = P.prepare("shakespeare", log=quiet)
+    assert meta["source"] != P.SHAKESPEARE_URL and "input.txt" in meta["source"]
+
+
+# --- every refusal is one line ---------------------------------------------------------------------------------------
+
+def test_a_full_disk_while_writing_a_checkpoint_is_one_line_and_leaves_no_temporary_file(data_dir, tmp_path,
+                                                                                           monkeypatch):
+    import checkpoint
+    tiny_run(tmp_path, 50)
+    kept = (tmp_path / "ckpt.pt").read_bytes()
+
+    def full_disk(obj, f):
+        open(f, "wb").write(b"x" * 1000)
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file "
+                           "data/3: file write failed")
+    monkeypatch.setattr(checkpoint.torch, "save", full_disk)
+    with pytest.raises(TrainingError, match="could not write the checkpoint") as e:
+        tiny_run(tmp_path, 100, lr_decay_iters=50, resume=True)
+    assert one_line(str(e.value))
+    assert not (tmp_path / "ckpt.pt.tmp").exists() and (tmp_path / "ckpt.pt").read_bytes() == kept
+
+
+def test_a_corpus_of_one_distinct_token_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    (tmp_path / "nul.txt").write_text("\x00" * 5000)
+    code = T.main([*[a for a in TINY if not a.startswith("--dataset")], f"--input={tmp_path / 'nul.txt'}",
+                   "--vocab=corpus", "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and one_line(err) and "distinct token" in err
+
+
+def test_a_final_lr_above_the_peak_is_refused():
+    with pytest.raises(ValueError, match="min_lr"):
+        config(lr=1e-3, min_lr=1e-2)
+
+
+def test_a_misspelled_cuda_device_is_named_as_a_bad_device_not_a_missing_gpu():
+    with pytest.raises(ValueError, match="device must be"):
+        config(device="cudax")
+
+
+def test_resuming_with_another_optimizer_names_the_optimizer(data_dir, tmp_path):
+    tiny_run(tmp_path, 50)
+    with pytest.raises(TrainingError, match="optimizer=adamw") as e:
+        tiny_run(tmp_path, 100, lr_decay_iters=50, resume=True, optimizer="tiger")
+    assert "residual_std" not in str(e.value)
+
+
+def test_bench_with_zero_steps_is_one_line(capsys):
+    import bench
+    assert bench.main([*TINY, "--bench=0"]) == 2
+    assert one_line(capsys.readouterr().err)
+
+
+def test_prepare_with_a_file_name_too_long_for_the_disk_is_one_line(tmp_path, capsys):
+    import data.prepare as P
+    long = tmp_path / ("x" * 250 + ".txt")                         # a valid name; its dataset folder's is too long
+    long.write_text("Some words to prepare. " * 200)
+    assert P.main([f"--input={long}"]) == 2
+    assert one_line(capsys.readouterr().err)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["demo.py"], ["data/prepare.py"], ["train.py"], ["bench.py"],
+                                     ["-m", "research.reproduce"], ["-m", "research.stepsize"]])
+def test_help_piped_into_head_ends_quietly(command):
+    p = subprocess.run(f"{sys.executable} {' '.join(command)} --help | head -1", shell=True, cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() and p.stderr == "", p.stderr[-300:]
+
+
+@pytest.mark.slow
+def test_killing_the_demo_stops_its_workers(tiny_data, tmp_path):
+    args = [sys.executable, "demo.py", "--tiny", "--dataset=pydoc_topics", "--workers=2", "--steps=2000",
+            "--schedule=4000", f"--out={tmp_path}"]
+    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(60):                                        # wait for the two workers to start
+            kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+            if len(kids) >= 2:
+                break
+            time.sleep(1)
+        assert len(kids) >= 2
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and any(os.path.exists(f"/proc/{k}") and
+                                             open(f"/proc/{k}/stat").read().split()[2] != "Z" for k in kids):
+            time.sleep(0.5)
+        assert not any(os.path.exists(f"/proc/{k}") and open(f"/proc/{k}/stat").read().split()[2] != "Z"
+                       for k in kids), "the workers ran on after the demo was killed"
+    finally:
+        p.kill()
