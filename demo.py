@@ -21,11 +21,15 @@ import json
 import math
 import os
 import platform
+import signal
 import sys
 import time
 from dataclasses import dataclass, fields
 
-import numpy as np
+if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+
+import numpy as np  # noqa: E402
 import torch
 from tqdm.auto import tqdm
 
@@ -254,13 +258,11 @@ def load_result(path=COMMITTED):
         raise ValueError(f"{path} is not a demo result (it lacks settings, gaps, verdicts or runs)")
     try:
         seeds, opts = seeds_of(result["settings"]["seeds"]), optimizers_of(result["settings"]["optimizers"])
-        bad = next((p for p in map(curve_problem, result["runs"]) if p), None)
-        if bad:
-            raise ValueError(f"a run in it is damaged: {bad}")
+        for problem in filter(None, map(curve_problem, result["runs"])):
+            raise ValueError(f"a run in it is damaged: {problem}")
         gaps, verdicts, flip = answer(result["runs"], seeds, opts)
-        stored = result["verdicts"]
         for opt, v in verdicts.items():
-            old = stored[opt]
+            old = result["verdicts"][opt]
             if old["word"] != v["word"] or not math.isclose(old["mean"], v["mean"], abs_tol=1e-9):
                 raise ValueError(f"its stored verdict for {opt} ({old['word']}, {old['mean']:+.3f}) is not what its "
                                  f"runs give ({v['word']}, {v['mean']:+.3f}): the file was edited or damaged")
@@ -444,4 +446,5 @@ def main(argv, log=print):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C keeps the finished runs
     sys.exit(main(sys.argv[1:]))

@@ -27,7 +27,10 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-import numpy as np
+if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+
+import numpy as np  # noqa: E402
 import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
@@ -436,4 +439,5 @@ def main(argv, task=None):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C stops a run cleanly
     sys.exit(main(sys.argv[1:]))

@@ -200,3 +200,14 @@ def test_killing_the_demo_stops_its_workers(tiny_data, tmp_path):
                        for k in kids), "the workers ran on after the demo was killed"
     finally:
         p.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["train.py", "demo.py"])
+def test_ctrl_c_while_the_imports_load_ends_quietly(script):
+    p = subprocess.Popen([sys.executable, script, "--help"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.4)                                                # torch takes seconds to import
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130 and "Traceback" not in err, err[-300:]
