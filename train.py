@@ -169,7 +169,8 @@ def setup(c, log, held, probes=()):
 
 def lr_at(it, c):
     """Linear warmup to lr over warmup_iters, then cosine from lr down to min_lr at lr_decay_iters."""
-    min_lr, decay_iters = c.resolved()["min_lr"], c.resolved()["lr_decay_iters"]
+    resolved = c.resolved()  # None means lr/10 and max_iters (config.resolved_defaults)
+    min_lr, decay_iters = resolved["min_lr"], resolved["lr_decay_iters"]
     if it < c.warmup_iters:
         return c.lr * (it + 1) / (c.warmup_iters + 1)
     if it >= decay_iters:

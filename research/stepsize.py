@@ -34,6 +34,9 @@ CHECK_D = [("adamw", 3e-3), ("tiger", 3e-3)]  # seed 1 of these re-makes the com
 CHECK_TOLERANCE = 1e-3  # nats, every val loss of check D against the demo's
 LEFT_START = 0.5  # nats: ortho's mean val loss must fall at least this much by the last step for a cell to count
 NAMES = dict(adamw="AdamW", signum="Signum", tiger="Tiger")
+# The commit of the plan, the predictions and the rules (recorded in a later commit: a commit can't name itself); the
+# runs were made from a worktree pinned there
+PREREGISTERED_AT = "3a7ac957161cb3e3890686802c70b340a40ca47c"
 
 
 def settings(opt, lr):
@@ -264,6 +267,72 @@ def report_lines(tab, runs):
         ci = f"[{t['ci95'][0]:+.2f}, {t['ci95'][1]:+.2f}]" if t["ci95"] else "(one seed)"
         lines.append(f"  Signum - AdamW at step {lr:g}: {t['mean']:+.2f} {ci}")
     return lines
+
+
+def curves_figure(tab):
+    """Descriptive (pre-registered): every cell's mean gap over steps 0-100 with its pointwise 95% interval, one panel
+    per optimizer, one line per lr (darker: larger), so that a crossing is seen. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(COLORS), figsize=(5 * len(COLORS), 3.8), sharey=True)
+    for ax, opt in zip(axes, COLORS):
+        rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
+        for k, (lr, c) in enumerate(rows):
+            shade = plt.get_cmap({"adamw": "Blues", "signum": "Greens", "tiger": "Oranges"}[opt])(0.35 + 0.6 * k / max(1, len(rows) - 1))
+            ax.plot(c["steps"], c["curve"], color=shade, lw=1.6, label=f"lr {lr:g}")
+            if all(c["curve_ci"]):
+                lo, hi = zip(*c["curve_ci"])
+                ax.fill_between(c["steps"], lo, hi, color=shade, alpha=0.15, lw=0)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set(title=f"{NAMES[opt]}: logn - ortho over the steps", xlabel="step")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("val loss gap (nats)")
+    fig.tight_layout()
+    return fig
+
+
+def moved_lines(runs):
+    """Descriptive (pre-registered): per cell, the mean over seeds of how far the embedding and the branches' output
+    matrices had moved from their init at the last logged step (RMS of the change per entry)."""
+    by, last = {}, set()
+    for r in runs:
+        if r.get("diverged") is None and r.get("emb_moved"):
+            last.add(r["stat_steps"][-1])
+            by.setdefault((r["optimizer"], lr_of(r), r["arm"]), []).append((r["emb_moved"][-1], r["proj_moved"][-1]))
+    lines = [f"how far the weights moved by step {'/'.join(map(str, sorted(last)))} (RMS of the change per entry; "
+             f"mean over seeds), logn / ortho:"]
+    for opt, lr in CELLS:
+        got = [by.get((opt, lr, a)) for a in demo.ARMS]
+        if all(got):
+            e, p = ([np.mean([v[i] for v in g]) for g in got] for i in (0, 1))
+            lines.append(f"  {NAMES[opt]:6s} lr {lr:<7g} embedding {e[0]:.2e} / {e[1]:.2e}, branches' output "
+                         f"{p[0]:.2e} / {p[1]:.2e}")
+    return lines
+
+
+RUN_SECONDS = 50  # one run's time on one idle core of this machine, measured before the plan (the budget's measure)
+
+
+def provenance_lines(runs):
+    """When the plan was committed (git) and when the first and last runs finished (their records): every run after."""
+    import subprocess
+    try:
+        when = subprocess.run(["git", "-C", ROOT, "show", "-s", "--format=%ci", PREREGISTERED_AT], capture_output=True,
+                              text=True, timeout=10).stdout.strip()[:19]
+    except (OSError, subprocess.SubprocessError):
+        when = ""
+    done = sorted(r["finished"] for r in runs)
+    if not done:
+        return [f"no runs yet; the plan was committed at {PREREGISTERED_AT[:7]} ({when or 'date unknown'})"]
+    return [f"the plan was committed at {PREREGISTERED_AT[:7]} ({when or 'date unknown: no git history here'}); its "
+            f"{len(runs)} runs finished from {done[0]} to {done[-1]}"
+            + ("" if not when else ", every one after it" if done[0] > when else ", SOME BEFORE IT")]
+
+
+def budget_lines(runs):
+    """The budget as the pre-registration counts it (runs x RUN_SECONDS), beside the logged wall times."""
+    wall = sum(r.get("wall_s", 0.0) for r in runs) / 3600
+    return [f"budget: {len(runs)} runs x {RUN_SECONDS} s = {len(runs) * RUN_SECONDS / 3600:.1f} core-hours of 3 "
+            f"(logged wall times: {wall:.1f} h, slower when the workers shared the cores with other work)"]
 
 
 def check_d(runs, committed=demo.COMMITTED):
