@@ -289,8 +289,9 @@ def figure(result):
             curves = [r for r in result["runs"] if r["optimizer"] == opt and r["arm"] == arm]
             for r in curves:
                 ax.plot(r["steps"], r["val"], style, color=OPT_COLORS.get(opt, "gray"), lw=0.6, alpha=0.4)
-            ax.plot(curves[0]["steps"], np.mean([r["val"] for r in curves], 0), style, color=OPT_COLORS.get(opt, "gray"),
-                    lw=2, label=f"{arm} (mean of {len(curves)} seeds)")
+            mean = np.mean([r["val"] for r in curves], 0)
+            ax.plot(curves[0]["steps"], mean, style, color=OPT_COLORS.get(opt, "gray"), lw=2,
+                    label=f"{arm} (mean of {len(curves)} seeds)")
         ax.set(title=f"{OPT_NAMES.get(opt, opt)}: val loss of both heads", xlabel="training step",
                ylabel="val loss (nats)")
         ax.legend(fontsize=9)
@@ -301,8 +302,8 @@ def figure(result):
         per_seed = np.array(list(g["per_seed"].values()))
         for row in per_seed:
             ax.plot(steps, row, color=col, lw=0.7, alpha=0.45)
-        ax.plot(steps, per_seed.mean(0), color=col, lw=2.2, label=f"{OPT_NAMES.get(opt, opt)}: {v['mean']:+.2f} at step "
-                f"{v['step']} -> {v['word']}")
+        ax.plot(steps, per_seed.mean(0), color=col, lw=2.2,
+                label=f"{OPT_NAMES.get(opt, opt)}: {v['mean']:+.2f} at step {v['step']} -> {v['word']}")
         ax.plot([v["step"]], [v["mean"]], "o", color=col, ms=6)
         if len(per_seed) > 1:
             half = t_quantile(0.975, len(per_seed) - 1) * per_seed.std(0, ddof=1) / math.sqrt(len(per_seed))
@@ -356,12 +357,11 @@ def campaign_lines(result):
 
 def takeaway(result):
     """The one line to remember, from the verdicts."""
-    v = result["verdicts"]
+    v, say = result["verdicts"], {"yes": "logn is slowest", "no": "it is not"}
     words = {OPT_NAMES.get(o, o): x["word"] for o, x in v.items()}
-    said = "; ".join(f"under {name} {'logn is slowest' if w == 'yes' else 'it is not' if w == 'no' else 'no answer yet'}"
-                     for name, w in words.items())
+    said = "; ".join(f"under {name} {say.get(w, 'no answer yet')}" for name, w in words.items())
     if {"yes", "no"} <= set(words.values()):
-        return f"Takeaway: same model, data and seeds; {said}. The optimizer decides."
+        return f"Takeaway: same model, data and seeds; {said}. The optimizer (its whole configuration) decides."
     unclear = [name for name, w in words.items() if w == "can't tell"]
     if unclear:
         return (f"Takeaway: {said} ({', '.join(unclear)}: within the seeds' noise at step "

@@ -66,7 +66,8 @@ def file_name(opt, lr, arm, seed):
 
 def moved_probe(config):
     """A probe (model, step) -> dict: RMS over the entries of E - E(0) (emb_moved) and of the branches' output matrices
-    minus their init (proj_moved). The init is rebuilt from the seed as train.setup builds it (the global RNG is put back)."""
+    minus their init (proj_moved). The init is rebuilt from the seed as train.setup builds it (the global RNG is put
+    back)."""
     init = {}
 
     @torch.no_grad()
@@ -231,8 +232,11 @@ def figure(tab, n=11706):
         a.axhline(0, color="black", lw=0.8)
         a.set_ylabel("logn - ortho, val loss at step 100 (nats)")
         a.legend(fontsize=9)
-    ax.set(xscale="log", xlabel="per-entry step on the embedding at the peak lr (Tiger: logn's to ortho's rows)",
-           title="Above 0: logn slowest. Filled: trained; hollow: hardly moved; x: diverged")
+    states = {c["state"] for c in tab.values()}
+    key = [k for s, k in (("trained", "filled: trained"), ("did not leave its start", "hollow: hardly moved"),
+                          ("diverged", "x: diverged")) if s in states]
+    ax.set(xscale="log", xlabel="step per entry on the embedding, after warmup (Tiger: logn's to ortho's rows)",
+           title="Above 0: logn slowest. " + "; ".join(key))
     bx.set(xlabel="ortho's val loss at step 100 (lower: training got further)",
            title="The same gaps against how far training got")
     bx.invert_xaxis()
@@ -277,7 +281,8 @@ def curves_figure(tab):
     for ax, opt in zip(axes, COLORS):
         rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
         for k, (lr, c) in enumerate(rows):
-            shade = plt.get_cmap({"adamw": "Blues", "signum": "Greens", "tiger": "Oranges"}[opt])(0.35 + 0.6 * k / max(1, len(rows) - 1))
+            cmap = plt.get_cmap({"adamw": "Blues", "signum": "Greens", "tiger": "Oranges"}[opt])
+            shade = cmap(0.35 + 0.6 * k / max(1, len(rows) - 1))
             ax.plot(c["steps"], c["curve"], color=shade, lw=1.6, label=f"lr {lr:g}")
             if all(c["curve_ci"]):
                 lo, hi = zip(*c["curve_ci"])
