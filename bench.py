@@ -13,13 +13,17 @@ bench.py imports train.py, never the other way round.
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from contextlib import nullcontext
 from dataclasses import fields
 
-import torch
+if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+
+import torch  # noqa: E402
 
 import train
 from data.prepare import load_data
@@ -138,8 +142,9 @@ def main(argv):
         if c.bench < 1:
             raise ValueError(f"--bench must be >= 1, the steps to time (got {c.bench})")
         return (bench_against_baseline if c.bench_baseline else bench)(c)
-    return train.main(["--bench=10", *argv], task=task)
+    return train.main(["--bench=10", *argv], task=task, prog="bench.py", doc=__doc__)
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in
     sys.exit(main(sys.argv[1:]))

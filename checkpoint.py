@@ -10,6 +10,7 @@ import hashlib
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 import torch
@@ -74,7 +75,9 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     if not os.path.exists(path):
         raise TrainingError(f"--resume: no checkpoint at {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch warns about some pickles it then refuses: the refusal is one line
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # weights_only refuses globals (code) with an UnpicklingError, as it does bad bytes
         code = re.search(r"(?:[Uu]nsupported global:|unsupported) GLOBAL (\S+)", str(e))
         why = (f"it asks to load {code.group(1)}, which is code, not data: refused, nothing was run" if code

@@ -39,6 +39,7 @@ from data.prepare import load_data
 from errors import TrainingError
 from machine import available_cores, cpu_name, in_notebook, loadavg, setup_device
 from research import records
+from research.appendix_b import campaign_comparison, campaign_lines
 from research.stats import interval, t_quantile
 from research.workers import config_key, curve_problem, expected_seconds, finished_run, measured_steps, run_all
 from rundir import check_out_folder
@@ -46,7 +47,6 @@ from tiedgpt import flag
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 COMMITTED = os.path.join(ROOT, "research", "runs", "demo.json")  # one full default run (lesson 04 reads it)
-CAMPAIGN = os.path.join(ROOT, "research", "runs", "repro_optim")  # appendix B's committed runs
 OPTIMIZER_NAMES = ("tiger", "lamb", "adamw", "signum")
 ARMS = ("logn", "ortho")  # the gap is logn - ortho
 RESIDUAL_STD = 1e-4  # the campaign's branch init (optim.TIGER_RESIDUAL_STD), for every optimizer alike
@@ -161,6 +161,18 @@ def run_config(s, opt, arm, seed, dataset, device):
                   out_dir="", sample_tokens=0)
 
 
+def set_aside_other_result(path, settings, log):
+    """A demo.json already at `path` made with other settings is kept beside it, not overwritten (its runs stay too)."""
+    try:
+        same = load_result(path)["settings"] == settings
+    except ValueError:
+        same = not os.path.exists(path)
+    if not same:
+        kept = f"{path}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
+        os.replace(path, kept)
+        log(f"{path} was made with other settings (or is damaged): kept as {os.path.basename(kept)}")
+
+
 def run_path(runs_dir, config):
     return os.path.join(runs_dir, f"{config.optimizer}__{config.head}__seed={config.seed}__{config_key(config)}.json")
 
@@ -211,34 +223,13 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
     gaps, verdicts, flip = answer(runs, seeds_of(s.seeds), optimizers_of(s.optimizers))
     result = dict(settings={k: getattr(s, k) for k in RUN_KEYS}, dataset=dataset, runs=runs, gaps=gaps,
                   verdicts=verdicts, **({"flip": flip} if flip else {}))
-    result["campaign"] = campaign_comparison(s, dataset)
+    result["campaign"] = campaign_comparison({k: getattr(s, k) for k in RUN_KEYS}, dataset)
     result["run"] = dict(wall_s=wall_s, runs_reused=reused, runs_total=len(runs), device=device, workers=workers,
                          threads_per_worker=threads, cpu=cpu_name(), cpu_count=os.cpu_count(),
                          cuda_device=torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
                          torch=torch.__version__, python=platform.python_version(), **records.git_state(ROOT),
                          finished=time.strftime("%Y-%m-%d %H:%M:%S"))
     return result
-
-
-# ----------------------------------------------------------------------------------------------------
-# The campaign's number at the same step, where the demo's setting is the campaign's
-
-CAMPAIGN_SETTING = dict(n_embd=768, n_layer=2, n_head=12, batch_size=8, block_size=64, warmup=100, schedule=1200,
-                        lr_tiger=3e-3, lr_lamb=3e-3, lr_adamw=1e-3, ortho_dsigma=15.36, val_windows=128,
-                        dataset="shakespeare")
-CAMPAIGN_STEPS = range(0, 201, 10)  # where the campaign measured the same 128 val windows (val_subset_loss)
-
-
-def campaign_comparison(s, dataset):
-    """What the demo can say about the campaign: the settings that differ from it, and (only if none does and the
-    campaign measured the same val windows at the demo's last step) the campaign's gap there."""
-    now = {k: getattr(s, k) for k in CAMPAIGN_SETTING if k != "dataset"}
-    differs = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in now.items() if v != CAMPAIGN_SETTING[k]]
-    if dataset.get("dataset") != "shakespeare":
-        differs.append(f"dataset={dataset.get('dataset')}")
-    same = not differs and s.steps in CAMPAIGN_STEPS
-    return dict(same_setting=same, differs=differs, step=s.steps if same else 100,
-                gaps=records.logn_gaps_at(CAMPAIGN, s.steps if same else 100, OPTIMIZER_NAMES))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -268,9 +259,25 @@ def load_result(path=COMMITTED):
                                  f"runs give ({v['word']}, {v['mean']:+.3f}): the file was edited or damaged")
         if result["gaps"] != gaps:
             raise ValueError("its stored gaps are not what its runs give: the file was edited or damaged")
+        made_with(result)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise ValueError(f"{path}: {e if isinstance(e, ValueError) else 'not a whole demo result'}") from None
     return dict(result, gaps=gaps, verdicts=verdicts, **({"flip": flip} if flip else {}))
+
+
+SETTING_FIELDS = ("n_embd", "n_layer", "n_head", "batch_size", "block_size", "max_iters", "warmup_iters",
+                  "lr_decay_iters", "lr", "eval_interval", "dense_val_windows", "emb_std", "residual_std")
+
+
+def made_with(result):
+    """ValueError unless each run's config is the one the result's settings make (run_config)."""
+    s = Demo(**{k: result["settings"][k] for k in RUN_KEYS if k in result["settings"]})
+    for r in result["runs"]:
+        want = run_config(s, r["optimizer"], r["arm"], r["seed"], r["config"]["dataset"], "cpu")
+        bad = [k for k in SETTING_FIELDS if r["config"].get(k) != getattr(want, k)]
+        if bad:
+            raise ValueError(f"its settings are not what its runs were made with ({bad[0]}: {r['config'].get(bad[0])} "
+                             f"in a run, {getattr(want, bad[0])} by the settings)")
 
 
 OPT_COLORS = dict(tiger="tab:orange", lamb="tab:purple", adamw="tab:blue", signum="tab:green")
@@ -337,22 +344,8 @@ def verdict_lines(result):
     if flip and flip["ci95"]:
         lines.append(f"  {OPT_NAMES[flip['of']]} minus AdamW, seed by seed: {flip['mean']:+.2f} nats (95% interval "
                      f"{flip['ci95'][0]:+.2f} to {flip['ci95'][1]:+.2f})")
-    lines += campaign_lines(result)
+    lines += campaign_lines(result, OPT_NAMES)
     return lines + [takeaway(result)]
-
-
-def campaign_lines(result):
-    camp = result.get("campaign") or {}
-    known = {o: g for o, g in (camp.get("gaps") or {}).items() if o in result["verdicts"]}
-    if camp.get("same_setting") and known:
-        return [f"  the campaign (appendix B) at step {camp['step']}, same setting and val windows: " + ", ".join(
-            f"{OPT_NAMES.get(o, o)} {g['subset']:+.2f}" for o, g in known.items() if g.get("subset") is not None)]
-    if known:
-        shown = ", ".join(f"{OPT_NAMES.get(o, o)} {g['whole']:+.2f}" for o, g in known.items()
-                          if g.get("whole") is not None)
-        return [f"  the campaign (appendix B, d=768) measured at step {camp['step']}: {shown} (whole val split); "
-                f"this demo's setting differs ({', '.join(camp['differs'])}), so compare signs, not sizes"]
-    return []
 
 
 def takeaway(result):
@@ -433,6 +426,7 @@ def main(argv, log=print):
     result = summarise(s, made, dataset, time.time() - t0, reused, device_kind, workers, threads)
     # how busy the machine was (1-minute load average, at the start and the end): a wall time means little without it
     result["run"].update(loadavg_start=load0, loadavg_end=loadavg())
+    set_aside_other_result(os.path.join(out, "demo.json"), result["settings"], log)
     records.write_atomic(os.path.join(out, "demo.json"), result)
     import matplotlib
     if not in_notebook():

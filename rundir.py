@@ -27,6 +27,9 @@ def check_out_folder(path, name="out_dir", base=None):
     if not path:
         raise ValueError(f"{name} is empty: give a folder of its own (e.g. out/something)")
     full = os.path.realpath(os.path.join(base or os.getcwd(), path))
+    if any(len(part.encode()) > 255 for part in full.split(os.sep)):
+        raise ValueError(f"{name}={path[:60]!r}... has a folder name over 255 bytes, longer than a disk allows: "
+                         f"give a shorter one")
     probe = full
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
@@ -75,9 +78,14 @@ def claim_out_dir(c):
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     ckpt = os.path.join(d, "ckpt.pt")
+    links = [f for f in RUN_FILES if os.path.islink(os.path.join(d, f))]
+    if links:  # writing through a link would change a file outside this run's folder
+        release_out_dir(lock, refused=True)
+        raise TrainingError(f"{os.path.join(d, links[0])} is a link to {os.path.realpath(os.path.join(d, links[0]))}: "
+                            f"a run writes only files of its own; remove the link, or give another --out_dir")
     earlier = [f for f in ("ckpt.pt", "metrics.jsonl", "config.json") if os.path.exists(os.path.join(d, f))]
     if earlier and not c.resume and not c.overwrite:  # a fresh run never writes over another run's files
-        lock.close()
+        release_out_dir(lock, refused=True)
         if "ckpt.pt" in earlier:
             raise TrainingError(f"{ckpt} holds an earlier run's checkpoint: --resume=true continues it, "
                                 f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
@@ -95,13 +103,13 @@ def claim_out_dir(c):
     return lock
 
 
-def release_out_dir(lock):
-    """Release claim_out_dir's lock. A run refused before it wrote any of its files leaves the folder as it found
-    it: the lock file goes if the claim made it, and so does the folder if the claim made it and it is empty."""
+def release_out_dir(lock, refused=False):
+    """Release claim_out_dir's lock. A run refused, or stopped before it wrote any of its files, leaves the folder as
+    it found it: the lock file goes if the claim made it, and so does the folder if the claim made it and it is empty."""
     d = os.path.dirname(lock.name)
     made_dir, made_lock = getattr(lock, "made", (False, False))
     try:
-        if made_lock and not any(os.path.exists(os.path.join(d, f)) for f in RUN_FILES):
+        if made_lock and (refused or not any(os.path.exists(os.path.join(d, f)) for f in RUN_FILES)):
             os.remove(lock.name)
             if made_dir and not os.listdir(d):
                 os.rmdir(d)
@@ -195,10 +203,12 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
             same = read_metrics(metrics, before=state["step"]) == state["history"]
         except TrainingError:
             same = False
-        if master and os.path.exists(metrics) and not same:
-            kept = f"{metrics}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
-            os.replace(metrics, kept)
+        if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
+            suffix = f".set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
+            for path in (metrics, os.path.join(c.out_dir, "config.json")):
+                if os.path.exists(path):
+                    os.replace(path, path + suffix)
             log(f"{metrics} did not hold the checkpoint's rows before step {state['step']} (another run's, edited "
-                f"or damaged): kept as {os.path.basename(kept)}; the checkpoint's rows are written instead")
+                f"or damaged): kept, with its config.json, as *{suffix}; the checkpoint's rows are written instead")
     log(f"resumed from {ckpt_path} at step {state['step']}")
     return state

@@ -422,11 +422,12 @@ def finish(run, seconds, log):
 
 
 
-def main(argv, task=None):
-    """The command line: a Config from the flags, then `task` with it (train; bench.py passes its benchmark). Every
-    problem the user can act on is one line on stderr and a non-zero exit (errors.explain); a bug is a traceback."""
+def main(argv, task=None, prog="train.py", doc=__doc__):
+    """The command line: a Config from the flags, then `task` with it (train; bench.py passes its benchmark, its name
+    and its help). Every problem the user can act on is one line on stderr and a non-zero exit (errors.explain); a bug
+    is a traceback."""
     try:
-        config = parse_args(argv, doc=__doc__)
+        config = parse_args(argv, doc=doc)
         if config.bench and task is None:
             raise ValueError("--bench times steps instead of training: python bench.py --bench=N (same flags)")
         (task or train)(config)
@@ -434,7 +435,7 @@ def main(argv, task=None):
         return 130
     except Exception as e:
         line, code = explain(e)
-        print(f"train.py: {line}", file=sys.stderr)
+        print(f"{prog}: {line}", file=sys.stderr)
         return code
     return 0
 

@@ -19,6 +19,7 @@ names the file and the fix.
 """
 
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -333,7 +334,9 @@ def main(argv):
         print(f"prepare.py: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a folder that can't be made (a name too long, no permission, a full disk)
-        print(f"prepare.py: can't write {e.filename or 'the prepared files'}: {e.strerror or e}", file=sys.stderr)
+        advice = "; give the text file a shorter name" if e.errno == errno.ENAMETOOLONG else ""
+        print(f"prepare.py: can't write {e.filename or 'the prepared files'}: {e.strerror or e}{advice}",
+              file=sys.stderr)
         return 2
     return 0
 

@@ -14,8 +14,8 @@ from research.claims import all_claims, claim_slowest, control_verdict
 from research.fragility import MEASURED_PAIRS, measurement_error
 from data.prepare import load_data
 from research.plans import BF16_TOLERANCE, RELATIVE, bf16_check, config_for, pick_lr, plan
-from research.records import (START_STEPS, STAT_WORDS, STATS, first_logged, last_logged, logged, paired,
-                     stack, start, val_curve)
+from research.records import (START_STEPS, STAT_WORDS, STATS, committed_path, first_logged, last_logged, logged,
+                              logn_gaps_at, paired, stack, start, val_curve)
 from research.stats import MIN_SEEDS, compare, pooled_sd
 from tiedgpt import GPTConfig, predicted_initial_loss, repeat_fraction
 from config import Config
@@ -337,3 +337,39 @@ def two_gram_first_loss(run):
     run's model: rule R says a run's step-0 val loss lies within 1% of it."""
     cfg = GPTConfig(**{k: v for k, v in run["config"].items() if k in GPTConfig.__dataclass_fields__})
     return predicted_initial_loss(cfg, val_repeat_rate())
+
+
+# ----------------------------------------------------------------------------------------------------
+# The campaign's number beside demo.py's, where the demo's setting is the campaign's
+
+DEMO_SETTING = dict(n_embd=768, n_layer=2, n_head=12, batch_size=8, block_size=64, warmup=100, schedule=1200,
+                    lr_tiger=3e-3, lr_lamb=3e-3, lr_adamw=1e-3, ortho_dsigma=15.36, val_windows=128)
+DEMO_STEPS = range(0, 201, 10)  # where the campaign measured the same 128 val windows (val_subset_loss)
+
+
+def campaign_comparison(settings, dataset):
+    """What a demo (its settings, a dict of demo.RUN_KEYS) can say about this campaign: the settings that differ from
+    it, and (only if none does and the campaign measured the same val windows at the demo's last step) the
+    campaign's mean logn - ortho there (records.logn_gaps_at)."""
+    differs = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in settings.items()
+               if k in DEMO_SETTING and v != DEMO_SETTING[k]]
+    if dataset.get("dataset") != "shakespeare":
+        differs.append(f"dataset={dataset.get('dataset')}")
+    same = not differs and settings["steps"] in DEMO_STEPS
+    step = settings["steps"] if same else 100
+    return dict(same_setting=same, differs=differs, step=step,
+                gaps=logn_gaps_at(committed_path("optim"), step, ("tiger", "lamb", "adamw")))
+
+
+def campaign_lines(result, names):
+    """campaign_comparison in words, for demo.verdict_lines (names: {optimizer: name})."""
+    camp = result.get("campaign") or {}
+    known = {o: g for o, g in (camp.get("gaps") or {}).items() if o in result["verdicts"]}
+    if camp.get("same_setting") and known:
+        return [f"  the campaign (appendix B) at step {camp['step']}, same setting and val windows: " + ", ".join(
+            f"{names.get(o, o)} {g['subset']:+.2f}" for o, g in known.items() if g.get("subset") is not None)]
+    if known:
+        shown = ", ".join(f"{names.get(o, o)} {g['whole']:+.2f}" for o, g in known.items() if g.get("whole") is not None)
+        return [f"  the campaign (appendix B, d=768) measured at step {camp['step']}: {shown} (whole val split); "
+                f"this demo's setting differs ({', '.join(camp['differs'])}), so compare signs, not sizes"]
+    return []

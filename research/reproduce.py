@@ -35,11 +35,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WAIT_S = 30  # a worker with nothing to run while another makes a run the plan waits for checks again after this
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
+    import signal
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+
 import torch  # noqa: E402
 
 from data.prepare import load_data  # noqa: E402
 from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
+from rundir import check_out_folder  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
 from errors import Diverged, TrainingError, print_help  # noqa: E402
@@ -233,14 +238,10 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
     """Run the plan's runs that `out` lacks (a subset with groups/seeds/arms); returns the number run.
     ckpt_dir: where runs in progress keep their checkpoints (None: nowhere; a stopped run starts over).
     check_corpus: first refuse to run if the corpus differs from the committed runs' (they will be compared)."""
-    out = out or os.path.join(ROOT, "out", "reproduce", scale)
-    if os.path.isfile(out):
-        raise SystemExit(f"reproduce.py: --out={out} is a file; give a folder")
-    above = os.path.dirname(os.path.abspath(out))
-    while not os.path.exists(above):
-        above = os.path.dirname(above)
-    if not os.path.isdir(above):
-        raise SystemExit(f"reproduce.py: --out={out} can't be made: {above} is a file")
+    try:  # never into the repository's own folders: finished runs are copied into research/runs/ by hand
+        out = check_out_folder(out or os.path.join(ROOT, "out", "reproduce", scale), "--out")
+    except ValueError as e:
+        raise SystemExit(f"reproduce.py: {e}") from None
     runs = load_runs(out)
     if runs and not resume:
         raise SystemExit(f"reproduce.py: {out} already holds {len(runs)} runs; add --resume=true to continue "
@@ -374,4 +375,6 @@ def _cli(argv):
 
 
 if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C keeps the finished runs
     sys.exit(_cli(sys.argv[1:]))

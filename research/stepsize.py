@@ -12,8 +12,12 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import sys
 import time
+
+if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
 import numpy as np
 import torch
@@ -101,18 +105,42 @@ def run_one(config, on_step=lambda step: None):
     return rec
 
 
+def finished(path, config):
+    """Whether `path` holds a result of `config`: a finished run (workers.finished_run), or a diverged one (a result
+    too, kept with its curve up to the divergence)."""
+    if workers.finished_run(path, config) is not None:
+        return True
+    try:
+        with open(path) as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return False
+    same = isinstance(rec, dict) and rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
+    return same and rec.get("diverged") is not None and workers.curve_problem(rec) is None
+
+
 # ----------------------------------------------------------------------------------------------------
 # The analysis (research/preregistrations/stepsize.md, "The statistics and the verdict rules")
 
 def load(folder=COMMITTED):
-    """Every run record in `folder` (one JSON file each)."""
+    """Every run record in `folder` (one JSON file each), each checked (workers.curve_problem); ValueError, one line,
+    naming a file that is not a run record."""
     if not os.path.isdir(folder):
         return []
     out = []
     for name in sorted(os.listdir(folder)):
         if name.endswith(".json"):
-            with open(os.path.join(folder, name)) as f:
-                out.append(json.load(f))
+            path = os.path.join(folder, name)
+            try:
+                with open(path) as f:
+                    rec = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ValueError(f"{path} can't be read as JSON ({type(e).__name__})") from None
+            problem = workers.curve_problem(rec) or (None if isinstance(rec.get("config", {}).get("lr"), float)
+                                                     else "it has no config.lr")
+            if problem:
+                raise ValueError(f"{path} is not a step-size run record: {problem}")
+            out.append(rec)
     return out
 
 
@@ -379,7 +407,13 @@ def main(argv):
         print(f"stepsize: {e}", file=sys.stderr)
         return 2
     if s.report:
-        runs = load(s.runs)
+        try:
+            runs = load(s.runs)
+            if not runs:
+                raise ValueError(f"no run records in {s.runs}")
+        except ValueError as e:
+            print(f"stepsize: {e}", file=sys.stderr)
+            return 2
         print("\n".join(report_lines(table(runs), runs)))
         return 0
     seeds = demo.seeds_of(s.seeds)
@@ -391,7 +425,7 @@ def main(argv):
     os.makedirs(runs_dir, exist_ok=True)
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
-    todo = [(p, c) for p, c in jobs if not os.path.exists(p)]
+    todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
     bar = tqdm(total=sum(c.max_iters for _, c in todo), unit="step", disable=True)
     workers.run_all(todo, s.workers, 1, bar, print, run=run_one)
@@ -399,4 +433,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C keeps the finished runs
     sys.exit(main(sys.argv[1:]))

@@ -67,6 +67,10 @@ def curve_problem(rec, steps=None):
     val losses), else what is wrong with it, in a few words."""
     if not isinstance(rec, dict):
         return "not a JSON object"
+    cfg = rec.get("config")
+    if isinstance(cfg, dict) and any(rec.get(k) != cfg.get(c) for k, c in (("optimizer", "optimizer"),
+                                                                           ("arm", "head"), ("seed", "seed"))):
+        return "its optimizer, arm or seed is not its config's"
     s, v = rec.get("steps"), rec.get("val")
     if not (isinstance(s, list) and s and all(isinstance(x, int) and not isinstance(x, bool) for x in s)):
         return "its steps are not a list of whole numbers"

@@ -206,7 +206,7 @@ def test_a_line_cut_by_a_kill_is_dropped_and_a_damaged_metrics_file_is_set_aside
     (tmp_path / "metrics.jsonl").write_text(damaged)
     said = []
     steps = [r["step"] for r in T.train(config(max_iters=6, resume=True, **kw), progress=False, log=said.append)]
-    assert steps == list(range(7)) and any("kept as metrics.jsonl.set-aside-" in line for line in said)
+    assert steps == list(range(7)) and any("kept, with its config.json, as *.set-aside-" in line for line in said)
     (kept,) = tmp_path.glob("metrics.jsonl.set-aside-*")
     assert kept.read_text() == damaged and sorted(rows(tmp_path)) == list(range(7))
 

@@ -126,14 +126,16 @@ def test_one_seed_can_never_say_yes_however_large_its_gap():
 
 
 def test_the_campaign_number_is_printed_beside_the_demo_only_for_the_campaigns_own_setting():
-    s = dataclasses.replace(D.Demo(), **D.CAMPAIGN_SETTING, steps=100)
-    same = D.campaign_comparison(s, dict(dataset="shakespeare"))
+    from research.appendix_b import DEMO_SETTING, campaign_comparison
+    s = dataclasses.replace(D.Demo(), **DEMO_SETTING, steps=100)
+    settings = lambda s: {k: getattr(s, k) for k in D.RUN_KEYS}  # noqa: E731
+    same = campaign_comparison(settings(s), dict(dataset="shakespeare"))
     assert same["same_setting"] and same["differs"] == []
     assert same["gaps"]["tiger"]["subset"] == pytest.approx(0.770, abs=0.001)  # appendix B, seeds 1-3, step 100
     assert same["gaps"]["adamw"]["whole"] == pytest.approx(-0.135, abs=0.001)
-    other = D.campaign_comparison(dataclasses.replace(s, n_embd=128, n_head=2), dict(dataset="shakespeare"))
+    other = campaign_comparison(settings(dataclasses.replace(s, n_embd=128, n_head=2)), dict(dataset="shakespeare"))
     assert not other["same_setting"] and other["differs"] == ["n_embd=128", "n_head=2"]
-    assert not D.campaign_comparison(s, dict(dataset="pydoc_topics"))["same_setting"]
+    assert not campaign_comparison(settings(s), dict(dataset="pydoc_topics"))["same_setting"]
     result = planted(dict(tiger=[0.5, 0.6], adamw=[-0.2, -0.3]))
     result["campaign"] = other
     assert "this demo's setting differs (n_embd=128, n_head=2)" in D.verdict_lines(result)[-2]

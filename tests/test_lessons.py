@@ -354,13 +354,13 @@ def test_lesson04_prose_matches_the_committed_runs():
         assert words[0] == "yes" and "no" in words
     assert sweep["signum", 1e-2]["state"] == "diverged"
     assert sweep["signum", 3e-3]["ortho_end"] > sweep["signum", 1e-3]["ortho_end"] + 1
-    # Tiger at the distance AdamW reaches leaves logn far behind, its branches hardly moved
+    # Tiger at the distance AdamW reaches leaves logn many times further behind, its branches hardly moved
     trained = {k: c for k, c in sweep.items() if c["state"] == "trained"}
     t_lr = min((lr for o, lr in trained if o == "tiger"), key=lambda lr: trained["tiger", lr]["ortho_end"])
     a_lr = min((lr for o, lr in trained if o == "adamw"),
                key=lambda lr: abs(trained["adamw", lr]["ortho_end"] - trained["tiger", t_lr]["ortho_end"]))
     tiger, adamw_cell = trained["tiger", t_lr], trained["adamw", a_lr]
-    assert tiger["word"] == "yes" and tiger["mean"] > 0.3 and adamw_cell["word"] != "yes"
+    assert tiger["word"] == "yes" and tiger["mean"] > 0.3 and tiger["mean"] > 5 * max(adamw_cell["mean"], 0.0)
     moved = {o: np.mean([r["proj_moved"][-1] for r in Z.load() if (r["optimizer"], r["config"]["lr"]) == (o, lr)])
              for o, lr in (("tiger", t_lr), ("adamw", a_lr))}
     assert moved["tiger"] < moved["adamw"] / 10

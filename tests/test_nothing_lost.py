@@ -166,7 +166,8 @@ def test_prepare_with_a_file_name_too_long_for_the_disk_is_one_line(tmp_path, ca
     long = tmp_path / ("x" * 250 + ".txt")                         # a valid name; its dataset folder's is too long
     long.write_text("Some words to prepare. " * 200)
     assert P.main([f"--input={long}"]) == 2
-    assert one_line(capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert one_line(err) and "shorter name" in err
 
 
 @pytest.mark.slow
@@ -203,11 +204,133 @@ def test_killing_the_demo_stops_its_workers(tiny_data, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["train.py", "demo.py"])
+@pytest.mark.parametrize("script", [["train.py"], ["demo.py"], ["bench.py"], ["-m", "research.reproduce"],
+                                    ["-m", "research.stepsize"]])
 def test_ctrl_c_while_the_imports_load_ends_quietly(script):
-    p = subprocess.Popen([sys.executable, script, "--help"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen([sys.executable, *script, "--help"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
     time.sleep(0.4)                                                # torch takes seconds to import
     p.send_signal(signal.SIGINT)
     err = p.communicate(timeout=60)[1]
     assert p.returncode == 130 and "Traceback" not in err, err[-300:]
+
+
+# --- an adversarial pass's findings (issue 45's Done-when) ------------------------------------------------------------
+
+def test_reproduce_refuses_to_write_into_the_repositorys_own_folders(capsys):
+    from research import reproduce as R
+    before = sorted(os.listdir(os.path.join(ROOT, "research", "runs")))
+    for out in ("research/runs/x", os.path.join(ROOT, "lessons", "x")):
+        assert R._cli(["live", f"--out={out}"]) == 2
+        assert one_line(capsys.readouterr().err)
+    assert sorted(os.listdir(os.path.join(ROOT, "research", "runs"))) == before
+    assert not os.path.exists(os.path.join(ROOT, "lessons", "x"))
+
+
+def test_a_demo_run_file_whose_fields_contradict_its_config_is_made_again(tiny_data, tmp_path):
+    import demo as D
+    args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
+    assert D.main(args, log=quiet) == 0
+    a, b = sorted((tmp_path / "runs").glob("adamw__logn__*"))
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    ra["seed"], rb["seed"] = rb["seed"], ra["seed"]              # swap the seeds the pairing reads
+    a.write_text(json.dumps(ra))
+    b.write_text(json.dumps(rb))
+    assert D.main(args, log=quiet) == 0
+    assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 6
+
+
+def test_load_result_refuses_settings_its_runs_were_not_made_with(tmp_path):
+    import demo as D
+    result = json.loads(open(D.COMMITTED).read())
+    result["settings"]["n_embd"] = 768
+    (tmp_path / "x.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError, match="settings are not what its runs were made with"):
+        D.load_result(str(tmp_path / "x.json"))
+
+
+def test_a_demo_result_made_with_other_settings_is_kept_not_overwritten(tiny_data, tmp_path):
+    import demo as D
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}", "--seeds=1,2"], log=quiet) == 0
+    first = (tmp_path / "demo.json").read_text()
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}", "--seeds=3,4"], log=quiet) == 0
+    (kept,) = tmp_path.glob("demo.json.set-aside-*")
+    assert kept.read_text() == first
+
+
+def test_the_sweep_makes_a_damaged_run_file_again_and_keeps_a_diverged_one(tmp_path):
+    from research import stepsize as Z
+    config = Z.run_config("signum", 1e-2, "logn", 1)
+    path = tmp_path / "run.json"
+    path.write_text("null")
+    assert not Z.finished(str(path), config)
+    import dataclasses
+    path.write_text(json.dumps(dict(optimizer="signum", arm="logn", seed=1, config=dataclasses.asdict(config),
+                                    steps=[0, 10], val=[9.9, 9.5], diverged=14)))
+    assert Z.finished(str(path), config)
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "null record", "nan record"])
+def test_the_sweep_report_refuses_what_it_cannot_read_in_one_line(case, tmp_path, capsys):
+    from research import stepsize as Z
+    folder = tmp_path / "runs"
+    if case != "missing":
+        folder.mkdir()
+    if case == "null record":
+        (folder / "a.json").write_text("null")
+    if case == "nan record":
+        (folder / "a.json").write_text(json.dumps(dict(optimizer="adamw", arm="logn", seed=1, steps=[0, 10],
+                                                       val=[9.9, float("nan")], config=dict(lr=1e-3))))
+    assert Z.main(["--report=true", f"--runs={folder}"]) == 2
+    assert one_line(capsys.readouterr().err)
+
+
+def test_a_run_file_that_is_a_link_is_refused_and_its_target_kept(data_dir, tmp_path):
+    other = tmp_path / "mine.json"
+    other.write_text('{"my": "notes"}')
+    out = tmp_path / "run"
+    out.mkdir()
+    os.symlink(other, out / "config.json")
+    with pytest.raises(TrainingError, match="is a link"):
+        tiny_run(out, 10)
+    assert other.read_text() == '{"my": "notes"}'
+
+
+def test_a_refused_run_leaves_no_lock_and_a_too_long_name_makes_no_folders(data_dir, tmp_path):
+    (tmp_path / "config.json").write_text("{}")                    # the user's own file
+    with pytest.raises(TrainingError):
+        tiny_run(tmp_path, 10)
+    assert sorted(os.listdir(tmp_path)) == ["config.json"]
+    deep = tmp_path / "a" / "b" / ("x" * 300)
+    with pytest.raises(ValueError, match="over 255"):
+        tiny_run(deep, 10)
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_metrics_file_set_aside_keeps_its_config_beside_it(data_dir, tmp_path):
+    a, b = tmp_path / "A", tmp_path / "B"
+    tiny_run(a, 50, seed=1)
+    tiny_run(b, 100, seed=2)
+    config_a = (a / "config.json").read_text()
+    (a / "ckpt.pt").write_bytes((b / "ckpt.pt").read_bytes())
+    tiny_run(a, 150, seed=2, lr_decay_iters=100, resume=True)
+    (kept,) = a.glob("config.json.set-aside-*")
+    assert kept.read_text() == config_a and list(a.glob("metrics.jsonl.set-aside-*"))
+
+
+def test_a_raw_pickle_as_a_checkpoint_is_refused_in_one_line_without_a_warning(tmp_path, recwarn):
+    import pickle
+    from checkpoint import load_checkpoint
+    (tmp_path / "ckpt.pt").write_bytes(pickle.dumps({"step": 1}, protocol=4))
+    with pytest.raises(TrainingError, match="not a tiedgpt checkpoint") as e:
+        load_checkpoint(str(tmp_path / "ckpt.pt"), config())
+    assert one_line(str(e.value)) and not [w for w in recwarn if "torch" in str(w.filename)]
+
+
+def test_bench_speaks_as_bench(capsys):
+    import bench
+    assert bench.main([*TINY, "--bench=0"]) == 2
+    assert capsys.readouterr().err.startswith("bench.py: ")
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])
+    assert capsys.readouterr().out.startswith("The benchmark")

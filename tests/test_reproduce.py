@@ -281,7 +281,7 @@ def test_an_out_under_a_file_is_one_line(stub, tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     assert R._cli(["live", f"--out={tmp_path / 'f' / 'sub'}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "can't be made" in err[0] and "Traceback" not in err[0], err
+    assert len(err) == 1 and "not a folder" in err[0] and "Traceback" not in err[0], err
 
 
 @pytest.mark.parametrize("content, words", [
