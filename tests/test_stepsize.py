@@ -131,3 +131,32 @@ def test_the_report_and_figure_read_a_sweep_with_one_seed_so_far():
     assert {c["word"] for c in tab.values()} == {"can't tell"} and Z.answer(tab) == "undecided"
     Z.figure(tab)
     assert "(one seed: no interval)" in "\n".join(Z.report_lines(tab, runs))
+
+
+@pytest.mark.reports
+def test_appendix_b_section_12_reads_what_the_committed_sweep_gives():
+    """Section 12's words against the committed runs (research/runs/stepsize): H_S by the pre-registered rule; under
+    AdamW a 'yes' and a 'no' at neighbouring steps; Signum's only 'no' at the step just below the one where it
+    diverged; Signum a little further behind than AdamW at the small steps; Tiger, at the distance AdamW reaches,
+    many times further behind with its branches' output weights hardly moved."""
+    runs = Z.load()
+    assert len(runs) == len(Z.order()), "every planned run is committed"
+    assert all(row["passed"] for row in Z.check_d(runs)), "check D: the sweep re-makes the committed demo's seed 1"
+    tab = Z.table(runs)
+    assert Z.answer(tab) == "H_S"
+    adamw = [tab["adamw", lr]["word"] for lr in Z.STEPS_LR]
+    assert any((a, b) == ("yes", "no") for a, b in zip(adamw, adamw[1:])), adamw
+    signum = [(lr, tab["signum", lr]) for lr in Z.STEPS_LR]
+    noes = [i for i, (_, c) in enumerate(signum) if c["state"] == "trained" and c["word"] == "no"]
+    assert len(noes) == 1 and signum[noes[0] + 1][1]["state"] == "diverged", "one 'no', just below divergence"
+    small = sorted(Z.tracking(tab, runs).items())[:2]
+    assert all(t["ci95"][0] > 0 for _, t in small), "Signum further behind than AdamW at the two smallest steps"
+    trained = {k: c for k, c in tab.items() if c["state"] == "trained"}
+    t_lr = max(lr for o, lr in trained if o == "tiger")
+    a_lr = min((lr for o, lr in trained if o == "adamw"),
+               key=lambda lr: abs(trained["adamw", lr]["ortho_end"] - trained["tiger", t_lr]["ortho_end"]))
+    assert abs(trained["adamw", a_lr]["ortho_end"] - trained["tiger", t_lr]["ortho_end"]) < 0.25, "as far"
+    assert trained["tiger", t_lr]["mean"] > 5 * max(trained["adamw", a_lr]["mean"], 0.0)
+    moved = {o: np.mean([r["proj_moved"][-1] for r in runs if (r["optimizer"], r["config"]["lr"]) == (o, lr)])
+             for o, lr in (("tiger", t_lr), ("adamw", a_lr))}
+    assert moved["tiger"] < moved["adamw"] / 10
