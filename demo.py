@@ -3,7 +3,7 @@ The finding, live: does ln(n)/d converge slowest? logn against ortho under Tiger
 
     python demo.py --quick                      # the classroom run: 3 seeds, 50 steps, about 2 minutes on 2 cores
     python demo.py                              # the committed run (research/runs/demo.json): 5 seeds, 100 steps
-    python demo.py --optimizers=adamw --lr_adamw=3e-4     # one optimizer, at another step size
+    python demo.py --optimizers=adamw --lr_adamw=1e-4     # AdamW at a small step: logn slowest (the sweep)
     python demo.py --tiny                       # seconds: the tests' size; its numbers mean nothing
 
 For each optimizer and seed it trains one `logn` run (tied, sigma = ln(n)/d) and one `ortho` run (a random rotation

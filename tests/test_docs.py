@@ -68,7 +68,7 @@ def test_the_readme_first_page_is_under_700_words_and_gives_the_commands_in_orde
     assert words <= 700, f"README's first page is {words} words; move detail to docs/"
     for heading in ("## What you will learn", "## The finding", "## Run it"):
         assert heading in page
-    commands = ["pip install -r requirements.txt", "jupyter lab lessons/", "python demo.py",
+    commands = ["pip install -r requirements.txt", "jupyter lab lessons/", "python demo.py --quick",
                 "python train.py --head=ortho", "pytest"]
     block = re.search(r"## Run it\s+```bash\n(.*?)```", page, re.S).group(1)
     firsts = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
@@ -129,3 +129,25 @@ def test_the_readme_demo_line_is_what_the_committed_demo_run_gives():
         assert stated == [round(v["mean"], 2), round(v["ci95"][0], 2), round(v["ci95"][1], 2)], (opt, stated)
     minutes = float(re.search(r"(\d+\.\d) min on 2 idle CPU cores", line).group(1))
     assert minutes == round(demo["run"]["wall_s"] / 60, 1), "the stated time is the committed run's wall time"
+
+
+@pytest.mark.reports
+def test_the_readme_small_step_row_is_the_sweeps_cell_and_its_command_re_makes_it():
+    """The finding table's last row (AdamW at a small step) is the step-size sweep's cell, recomputed from
+    research/runs/stepsize; the demo command the README gives for it makes the very runs of that cell."""
+    import dataclasses
+    import demo
+    from research import stepsize as Z
+    row = next(line for line in _first_page().splitlines() if line.startswith("| AdamW, small steps:"))
+    m = re.match(r"\| AdamW, small steps: lr ([0-9.e-]+), .*\| \*\*(yes|no)\*\* at step 100 \| ([+−-]\d\.\d\d) nats", row)
+    assert m, row
+    lr, word, stated = float(m.group(1)), m.group(2), float(m.group(3).replace("−", "-"))
+    cell = Z.table(Z.load())["adamw", lr]
+    assert (cell["word"], round(cell["mean"], 2)) == (word, stated)
+    command = re.search(r"`python demo.py (--optimizers=adamw --lr_adamw=\S+)`", _first_page()).group(1).split()
+    s = demo.parse_args(command)
+    assert s.optimizers == "adamw" and s.lr_adamw == lr
+    committed = {(r["arm"], r["seed"]): r["config"] for r in Z.load() if (r["optimizer"], Z.lr_of(r)) == ("adamw", lr)}
+    made = {(a, seed): dataclasses.asdict(demo.run_config(s, "adamw", a, seed, "shakespeare", "cpu"))
+            for a in demo.ARMS for seed in demo.seeds_of(s.seeds)}
+    assert made == committed
