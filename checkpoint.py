@@ -181,7 +181,11 @@ def check_run_settings(path, saved, config):
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     a, b = run_settings(saved, defaults), run_settings(now, defaults)
     # dtype: train.setup records the resolved one; 'auto' is a checkpoint from before it did (not known what ran)
-    diff = [k for k in RUN_FIELDS if a[k] != b[k] and not (k == "dtype" and "auto" in (a[k], b[k]))]
+    raw = lambda cfg, k: cfg.get(k, defaults.get(k))  # noqa: E731
+    # a field given the same value that acts differently only because another field changed (dense_val_windows when
+    # dense_val_until turns on or off) is not named: the field that changed is
+    diff = [k for k in RUN_FIELDS if a[k] != b[k] and not (k == "dtype" and "auto" in (a[k], b[k]))
+            and (k in RESOLVED or raw(saved, k) != raw(now, k))]
     if not diff:
         return
 

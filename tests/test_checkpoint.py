@@ -262,3 +262,12 @@ def test_a_refused_run_in_an_existing_folder_leaves_it_as_it_was(data_dir, tmp_p
     (tmp_path / "notes.txt").write_text("mine")
     code, err = cli(["--resume=true", "--max_iters=2", f"--out_dir={tmp_path}"], capsys)
     assert code == 1 and sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
+def test_a_resume_refusal_names_only_the_settings_that_changed(made):
+    """Turning the dense val measurement off changes what dense_val_windows does, not its value: the refusal names
+    dense_val_until, the setting that changed, and not 'dense_val_windows=8 (now 8)'."""
+    same = dict(max_iters=6, lr_decay_iters=4, eval_interval=2, dense_val_windows=8, log_rows=True)
+    with pytest.raises(TrainingError, match="dense_val_until=2 \\(now 0\\)") as e:
+        load_checkpoint(str(made / "ckpt.pt"), config(**same, dense_val_until=0))
+    assert "dense_val_windows" not in str(e.value)
