@@ -152,6 +152,9 @@ def parse_args(argv, cls=Config, doc=None):
         if key not in known:
             raise ValueError(f"unknown flag --{key} (see --help for the list)")
         kw[key] = convert(known[key], val)
+    if kw.get("vocab") == "corpus" and "vocab_size" in kw:  # else the flag would be silently replaced
+        raise ValueError("--vocab_size has no effect with --vocab=corpus (the tokens the data use set n): leave it "
+                         "out, or use --vocab=full")
     return cls(**kw)
 
 

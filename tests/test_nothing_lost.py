@@ -143,6 +143,12 @@ def test_a_final_lr_above_the_peak_is_refused():
         config(lr=1e-3, min_lr=1e-2)
 
 
+def test_a_vocab_size_flag_that_the_corpus_vocabulary_would_replace_is_refused(capsys, tmp_path):
+    code = T.main(["--vocab=corpus", "--vocab_size=1000", "--max_iters=1", f"--out_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and one_line(err) and "--vocab_size has no effect with --vocab=corpus" in err
+
+
 def test_a_misspelled_cuda_device_is_named_as_a_bad_device_not_a_missing_gpu():
     with pytest.raises(ValueError, match="device must be"):
         config(device="cudax")
