@@ -213,11 +213,18 @@ def test_killing_the_demo_stops_its_workers(tiny_data, tmp_path):
 @pytest.mark.parametrize("script", [["train.py"], ["demo.py"], ["bench.py"], ["-m", "research.reproduce"],
                                     ["-m", "research.stepsize"]])
 def test_ctrl_c_while_the_imports_load_ends_quietly(script):
-    p = subprocess.Popen([sys.executable, *script, "--help"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    time.sleep(0.4)                                                # torch takes seconds to import
+    """Ctrl-C while torch is being imported (seconds): exit 130, no traceback. The signal is sent once the script is
+    inside torch's import (-X importtime reports each module as it finishes), not after a fixed sleep, which on a
+    busy machine could land before the script's first line."""
+    p = subprocess.Popen([sys.executable, "-X", "importtime", *script, "--help"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in p.stderr:
+        seen.append(line)
+        if "torch" in line:                                        # inside `import torch`
+            break
     p.send_signal(signal.SIGINT)
-    err = p.communicate(timeout=60)[1]
+    err = "".join(seen) + p.communicate(timeout=60)[1]
     assert p.returncode == 130 and "Traceback" not in err, err[-300:]
 
 
