@@ -65,6 +65,12 @@ def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, l
         why = getattr(e, "strerror", None) or str(e).strip().splitlines()[-1][:120]
         raise TrainingError(f"could not write the checkpoint {path}: {why} (the disk may be full; the previous "
                             f"checkpoint, if any, is kept)") from None
+    except BaseException:  # a second Ctrl-C mid-write: the previous checkpoint stands, no .tmp is left
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def load_checkpoint(path, config, data=None, model=None, optimizer=None):

@@ -289,11 +289,17 @@ def log_row(run, row, lr, grad_norm, emb_grad_norm):
 
 def catch_stop_signals():
     """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
-    checkpoint and stops. Returns (that list, the previous handlers for restore_signals)."""
+    checkpoint and stops. A second one stops at once (KeyboardInterrupt wherever the run is, a long evaluation say;
+    the last checkpoint stands). Returns (that list, the previous handlers for restore_signals)."""
     stop, handlers = [], {}
+
+    def on_signal(*_):
+        if stop:
+            raise KeyboardInterrupt
+        stop.append(True)
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            handlers[sig] = signal.signal(sig, lambda *_: stop.append(True))
+            handlers[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread: leave signals alone
             pass
     return stop, handlers

@@ -347,3 +347,36 @@ def test_bench_speaks_as_bench(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--help"])
     assert capsys.readouterr().out.startswith("The benchmark")
+
+
+def test_a_second_ctrl_c_stops_at_once_even_inside_a_long_evaluation():
+    """The first Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop at the next step; a long evaluation would
+    make the user wait for it. A second one stops at once, wherever the run is."""
+    stop, handlers = T.catch_stop_signals()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert stop == [True]                                     # the first: noted, the run goes on to the step's end
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)                                         # (a long evaluation would be here)
+    finally:
+        T.restore_signals(handlers)
+
+
+def test_a_checkpoint_write_stopped_by_ctrl_c_leaves_the_previous_checkpoint_and_no_tmp(tmp_path, monkeypatch):
+    import checkpoint as K
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    path = str(tmp_path / "ckpt.pt")
+    args = (model, opt, 1, config(), torch.Generator(), {})
+    K.save_checkpoint(path, *args)
+    before = (tmp_path / "ckpt.pt").read_bytes()
+
+    def interrupted(state, f):
+        open(f, "wb").write(b"half")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(K.torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        K.save_checkpoint(path, *args)
+    assert (tmp_path / "ckpt.pt").read_bytes() == before and not (tmp_path / "ckpt.pt.tmp").exists()
