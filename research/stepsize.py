@@ -110,13 +110,8 @@ def finished(path, config):
     too, kept with its curve up to the divergence)."""
     if workers.finished_run(path, config) is not None:
         return True
-    try:
-        with open(path) as f:
-            rec = json.load(f)
-    except (OSError, ValueError):
-        return False
-    same = isinstance(rec, dict) and rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
-    return same and rec.get("diverged") is not None and workers.curve_problem(rec) is None
+    rec = workers.record_of(path, config)
+    return rec is not None and rec.get("diverged") is not None and workers.curve_problem(rec) is None
 
 
 # ----------------------------------------------------------------------------------------------------

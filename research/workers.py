@@ -83,16 +83,22 @@ def curve_problem(rec, steps=None):
     return None
 
 
-def finished_run(path, config):
-    """The record at `path` if it is a finished run of exactly `config` with a whole, finite val curve, else None (a
-    missing, damaged or foreign file is re-made)."""
+def record_of(path, config):
+    """The JSON record at `path` if it was made with exactly `config`, else None (missing, damaged or foreign)."""
     try:
         with open(path) as f:
             rec = json.load(f)
     except (OSError, ValueError):
         return None
     same = isinstance(rec, dict) and rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
-    return rec if same and curve_problem(rec, measured_steps(config)) is None else None
+    return rec if same else None
+
+
+def finished_run(path, config):
+    """The record at `path` if it is a finished run of exactly `config` with a whole, finite val curve, else None (a
+    missing, damaged or foreign file is re-made)."""
+    rec = record_of(path, config)
+    return rec if rec is not None and curve_problem(rec, measured_steps(config)) is None else None
 
 
 def expected_seconds(c, steps, evals, windows, jobs, workers, threads):
