@@ -21,7 +21,7 @@ from contextlib import nullcontext
 from dataclasses import fields
 
 if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
 
 import torch  # noqa: E402
 

@@ -28,7 +28,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
 
 import numpy as np  # noqa: E402
 import torch

@@ -37,7 +37,7 @@ WAIT_S = 30  # a worker with nothing to run while another makes a run the plan w
 
 if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
     import signal
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
 
 import torch  # noqa: E402
 
