@@ -11,6 +11,7 @@ import math
 import os
 import re
 import warnings
+import zipfile
 
 import numpy as np
 import torch
@@ -80,6 +81,13 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     settings (RUN_FIELDS), or on other data. Every refusal is one line that names the field."""
     if not os.path.exists(path):
         raise TrainingError(f"--resume: no checkpoint at {path}")
+    try:  # torch.save writes a zip whose every part carries a CRC-32; torch.load does not check them
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        bad = None  # not a zip at all: torch.load below says what it is
+    if bad is not None:
+        raise damaged(path, f"its part {bad} fails its checksum (bytes changed since it was written)")
     try:
         with warnings.catch_warnings():  # torch warns about some pickles it then refuses: the refusal is one line
             warnings.simplefilter("ignore")

@@ -108,6 +108,8 @@ class Config(GPTConfig):
             raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
             raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
+        if self.lr_decay_iters is not None and self.lr_decay_iters < 0:
+            raise ValueError(f"lr_decay_iters must be >= 0 (the step the cosine reaches min_lr), got {self.lr_decay_iters}")
         if self.resume and self.overwrite:
             raise ValueError("resume and overwrite contradict each other: continue the run, or replace it")
 

@@ -431,7 +431,9 @@ def main(argv, log=print):
     import matplotlib
     if not in_notebook():
         matplotlib.use("Agg")
-    figure(result).savefig(os.path.join(out, "demo.png"), dpi=120)
+    png = os.path.join(out, "demo.png")
+    figure(result).savefig(png + ".tmp.png", dpi=120)
+    os.replace(png + ".tmp.png", png)  # a link named demo.png is replaced, never written through
     log(f"wall time {result['run']['wall_s']:.0f} s ({reused} of {len(configs)} runs reused); wrote "
         f"{os.path.relpath(os.path.join(out, 'demo.json'), ROOT)} and demo.png")
     for line in verdict_lines(result):

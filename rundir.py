@@ -26,6 +26,9 @@ def check_out_folder(path, name="out_dir", base=None):
     root, or a folder inside its own files (REPO_FOLDERS: the committed runs and lessons live there)."""
     if not path:
         raise ValueError(f"{name} is empty: give a folder of its own (e.g. out/something)")
+    if len(os.fsencode(path)) >= 4096:  # PATH_MAX: os.makedirs would recurse past Python's limit before the OS says so
+        raise ValueError(f"{name}={path[:60]!r}... is {len(os.fsencode(path))} bytes long, over the 4096 a path may "
+                         f"have: give a shorter one")
     full = os.path.realpath(os.path.join(base or os.getcwd(), path))
     if any(len(part.encode()) > 255 for part in full.split(os.sep)):
         raise ValueError(f"{name}={path[:60]!r}... has a folder name over 255 bytes, longer than a disk allows: "
@@ -58,10 +61,13 @@ def claim_out_dir(c):
     check_out_folder(d, "out_dir")
     if os.path.exists(os.path.join(d, "tiedgpt.py")):
         raise ValueError(f"out_dir={d!r} is the source tree; give a folder of its own (default: out/<head>)")
-    made = not os.path.exists(d), not os.path.exists(os.path.join(d, ".lock"))
+    made = not os.path.exists(d), not os.path.lexists(os.path.join(d, ".lock"))
+    if os.path.islink(os.path.join(d, ".lock")):  # the pid written below would go into the link's target
+        raise TrainingError(f"{os.path.join(d, '.lock')} is a link: a run writes only files of its own; remove "
+                            f"the link, or give another --out_dir")
     try:
         os.makedirs(d, exist_ok=True)
-        lock = open(os.path.join(d, ".lock"), "a+")
+        lock = open_lock(os.path.join(d, ".lock"))
     except OSError as e:
         raise ValueError(f"out_dir={d!r} can't be used: {e.strerror or e}") from None
     lock.made = made  # (folder, lock file) this claim made: release_out_dir removes them if the run wrote nothing
@@ -103,14 +109,36 @@ def claim_out_dir(c):
     return lock
 
 
+def open_lock(path):
+    """A lock file opened for reading and appending without following a link (O_NOFOLLOW), so a link planted in its
+    place can't lead the lock's writes into another file; .path is where it is."""
+    lock = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a+")
+    lock.path = path
+    return lock
+
+
+def check_still_claimed(lock):
+    """Stop, in one line, a run whose out_dir lock was removed or replaced while it ran (someone deleted the .lock
+    and another run took the folder): writing on would splice two runs' files."""
+    held = os.fstat(lock.fileno())
+    try:
+        now = os.lstat(lock.path)
+    except OSError:
+        now = None
+    if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+        raise TrainingError(f"{lock.path} was removed or replaced while this run held it: another run may be writing "
+                            f"in {os.path.dirname(lock.path)}, so this one stops without writing more (its last "
+                            f"checkpoint stands)")
+
+
 def release_out_dir(lock, refused=False):
     """Release claim_out_dir's lock. A run refused, or stopped before it wrote any of its files, leaves the folder as
     it found it: the lock file goes if the claim made it, and so does the folder if the claim made it and it is empty."""
-    d = os.path.dirname(lock.name)
+    d = os.path.dirname(lock.path)
     made_dir, made_lock = getattr(lock, "made", (False, False))
     try:
         if made_lock and (refused or not any(os.path.exists(os.path.join(d, f)) for f in RUN_FILES)):
-            os.remove(lock.name)
+            os.remove(lock.path)
             if made_dir and not os.listdir(d):
                 os.rmdir(d)
     except OSError:
@@ -129,9 +157,12 @@ def write_run_files(c, meta, device, world, history):
         f.writelines(json.dumps(r) + "\n" for r in history)
 
 
-def append_row(history, row, path):
-    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl."""
+def append_row(history, row, path, lock=None):
+    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl, once the run's
+    lock is checked to be still its own (check_still_claimed)."""
     history.append(row)
+    if lock is not None:
+        check_still_claimed(lock)
     if path:
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")

@@ -43,7 +43,7 @@ from fused_loss import FusedLoss
 from machine import PEAK_TFLOPS, check_memory, flops_per_token, in_notebook, setup_device, setup_processes
 from optim import make_optimizer
 from probes import row_probe, weight_stats
-from rundir import append_row, claim_out_dir, release_out_dir, start_state, write_run_files
+from rundir import append_row, check_still_claimed, claim_out_dir, release_out_dir, start_state, write_run_files
 from tiedgpt import GPT, predicted_initial_loss
 
 
@@ -117,6 +117,7 @@ class Run:
     t0: float = 0.0  # wall-clock start, and the time and step of the last logged row (tokens/s)
     t_last: float = 0.0
     step_last: int = 0
+    lock: object = None  # the out_dir's lock (rundir.claim_out_dir), checked before every write
 
 
 def setup(c, log, held, probes=()):
@@ -187,6 +188,8 @@ def checkpoint(run):
         dist.all_reduce(total)
         total /= run.world
     if run.master and run.ckpt_path:
+        if run.lock:
+            check_still_claimed(run.lock)
         save_checkpoint(run.ckpt_path, run.model, run.optimizer, run.step, run.c, run.gen, run.data_id, run.tokens,
                         total.item(), run.n_summed, emb0=run.emb0, history=run.history)
     if run.ckpt_path:  # every process: each may be the one that reports a divergence
@@ -284,7 +287,7 @@ def log_row(run, row, lr, grad_norm, emb_grad_norm):
     run.loss_sum.zero_()
     run.n_summed, run.t_last, run.step_last = 0, now, step + 1
     if run.master:
-        append_row(run.history, row, run.metrics_path)
+        append_row(run.history, row, run.metrics_path, run.lock)
 
 
 def catch_stop_signals():
@@ -348,6 +351,7 @@ def _train(c, progress, log, held, probes):
     """The loop. Row `step` of the history describes the weights after `step` updates: their eval losses, and the
     training loss and gradient computed with them in iteration `step`."""
     run = setup(c, log, held, probes)
+    run.lock = held[0] if held else None
     c, log = run.c, log if run.master else (lambda *a, **k: None)
     start_step = run.step
     # Losses stay on the device between log steps: no host sync per step. A resumed run restarts the sum from the
@@ -371,7 +375,7 @@ def _train(c, progress, log, held, probes):
                     checkpoint(run)
             if run.step >= c.max_iters:
                 if row:
-                    append_row(run.history, row, run.metrics_path)
+                    append_row(run.history, row, run.metrics_path, run.lock)
                 break
             if stop:
                 checkpoint(run)

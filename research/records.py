@@ -49,7 +49,11 @@ def write_atomic(path, obj):
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)  # (a link at `path` is replaced, never written through)
+    except IsADirectoryError:
+        os.remove(tmp)
+        raise ValueError(f"{path} is a folder, not a run file: move it away, or give another --out") from None
 
 
 def git_state(cwd=os.path.dirname(HERE)):

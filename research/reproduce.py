@@ -44,7 +44,7 @@ import torch  # noqa: E402
 from data.prepare import load_data  # noqa: E402
 from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
-from rundir import check_out_folder  # noqa: E402
+from rundir import check_out_folder, open_lock  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
 from errors import Diverged, TrainingError, print_help  # noqa: E402
@@ -239,7 +239,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
     ckpt_dir: where runs in progress keep their checkpoints (None: nowhere; a stopped run starts over).
     check_corpus: first refuse to run if the corpus differs from the committed runs' (they will be compared)."""
     try:  # never into the repository's own folders: finished runs are copied into research/runs/ by hand
-        out = check_out_folder(out or os.path.join(ROOT, "out", "reproduce", scale), "--out")
+        out = check_out_folder(os.path.join(ROOT, "out", "reproduce", scale) if out is None else out, "--out")
     except ValueError as e:
         raise SystemExit(f"reproduce.py: {e}") from None
     runs = load_runs(out)
@@ -275,7 +275,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
         for group, arm, overrides in todo(runs):
             rid = run_id(group, arm, overrides["seed"])
             path = os.path.join(out, file_name(rid))
-            with open(os.path.join(out, "." + file_name(rid) + ".lock"), "w") as lock:
+            with open_lock(os.path.join(out, "." + file_name(rid) + ".lock")) as lock:  # never through a link
                 try:  # another worker has this run: take the next one
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -347,7 +347,7 @@ def _cli(argv):
     except ValueError:
         print(f"reproduce.py: --seeds expects numbers like 1,2, got {opts['seeds']!r}", file=sys.stderr)
         return 2
-    out = opts.get("out") or os.path.join(ROOT, "out", "reproduce", scale)
+    out = opts.get("out", os.path.join(ROOT, "out", "reproduce", scale))  # an empty --out= is refused, not the default
     compare = os.path.abspath(out) != os.path.abspath(committed_path(scale))
     try:
         main(scale, out=out, check_corpus=compare, resume=opts.get("resume", "false").lower() == "true", seeds=seeds,

@@ -411,19 +411,24 @@ def main(argv):
             return 2
         print("\n".join(report_lines(table(runs), runs)))
         return 0
-    seeds = demo.seeds_of(s.seeds)
     try:
+        seeds = demo.seeds_of(s.seeds)
         runs_dir = os.path.join(check_out_folder(s.out, "--out", base=ROOT), "runs")
-    except ValueError as e:
-        print(f"stepsize: {e}", file=sys.stderr)
+        os.makedirs(runs_dir, exist_ok=True)
+    except (ValueError, OSError) as e:
+        print(f"stepsize: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
         return 2
-    os.makedirs(runs_dir, exist_ok=True)
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
     todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
     bar = tqdm(total=sum(c.max_iters for _, c in todo), unit="step", disable=True)
-    workers.run_all(todo, s.workers, 1, bar, print, run=run_one)
+    try:
+        workers.run_all(todo, s.workers, 1, bar, print, run=run_one)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every finished run is on disk already
+        print(f"stepsize: stopped; the finished runs are kept in {runs_dir}, and the same command makes the rest",
+              file=sys.stderr)
+        return 130
     return 0
 
 

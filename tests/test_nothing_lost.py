@@ -382,3 +382,87 @@ def test_a_checkpoint_write_stopped_by_ctrl_c_leaves_the_previous_checkpoint_and
     with pytest.raises(KeyboardInterrupt):
         K.save_checkpoint(path, *args)
     assert (tmp_path / "ckpt.pt").read_bytes() == before and not (tmp_path / "ckpt.pt.tmp").exists()
+
+
+# --- a second adversarial pass (after the fixes above) ---------------------------------------------------------------
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(data_dir, tmp_path, capsys):
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".lock").symlink_to(target)
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and ".lock is a link" in err
+    assert target.read_text() == "keep me"
+
+
+def test_a_run_whose_lock_was_deleted_stops_before_writing_again(data_dir, tmp_path):
+    """Deleting a 'stale' .lock lets another run take the folder: the first run must not write on beside it."""
+    import rundir
+    lock = rundir.claim_out_dir(config(out_dir=str(tmp_path / "out")))
+    try:
+        rundir.check_still_claimed(lock)                         # held: fine
+        os.remove(lock.path)                                      # someone deletes the lock ...
+        other = rundir.open_lock(lock.path)                       # ... and another run makes its own
+        with pytest.raises(TrainingError, match="was removed or replaced while this run held it"):
+            rundir.append_row([], {"step": 1}, str(tmp_path / "out" / "metrics.jsonl"), lock)
+        assert not (tmp_path / "out" / "metrics.jsonl").exists()
+        other.close()
+    finally:
+        lock.close()
+
+
+def test_the_demo_figure_replaces_a_link_named_demo_png_and_keeps_its_target(tiny_data, tmp_path):
+    import demo as D
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "demo.png").symlink_to(target)
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path / 'out'}"], log=quiet) == 0
+    assert target.read_text() == "keep me" and not (tmp_path / "out" / "demo.png").is_symlink()
+
+
+def test_a_checkpoint_with_changed_bytes_is_refused_by_its_checksums(data_dir, tmp_path):
+    tiny_run(tmp_path, 2)
+    path = tmp_path / "ckpt.pt"
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF                                    # one flipped byte inside the weights
+    path.write_bytes(bytes(raw))
+    with pytest.raises(TrainingError, match="fails its checksum"):
+        tiny_run(tmp_path, 4, resume=True)
+
+
+def test_out_folders_past_the_path_limit_and_run_files_that_are_folders_are_one_line(tmp_path):
+    import rundir
+    from research import records
+    with pytest.raises(ValueError, match="over the 4096 a path may have"):
+        rundir.check_out_folder(str(tmp_path) + "/a" * 2100, "out_dir")
+    (tmp_path / "run.json").mkdir()
+    with pytest.raises(ValueError, match="is a folder, not a run file"):
+        records.write_atomic(str(tmp_path / "run.json"), {"a": 1})
+
+
+def test_the_sweep_refuses_bad_seeds_and_stops_on_ctrl_c_in_one_line(tmp_path, capsys, monkeypatch):
+    from research import stepsize as Z
+    from research import workers
+    assert Z.main(["--seeds=x", f"--out={tmp_path}"]) == 2
+    assert one_line(capsys.readouterr().err)
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(workers, "run_all", interrupted)
+    assert Z.main(["--seeds=1", f"--out={tmp_path}"]) == 130
+    assert "finished runs are kept" in capsys.readouterr().err
+
+
+def test_reproduce_refuses_an_empty_out_instead_of_using_the_default(capsys):
+    from research import reproduce as R
+    assert R._cli(["live", "--out="]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "empty" in err
+
+
+def test_a_negative_lr_decay_iters_is_refused():
+    with pytest.raises(ValueError, match="lr_decay_iters must be >= 0"):
+        config(lr_decay_iters=-5)
