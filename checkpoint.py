@@ -19,6 +19,7 @@ import torch
 import config as settings
 from config import MODEL_FIELDS, RESOLVED
 from errors import TrainingError
+from files import write_file
 
 
 # Training settings that change what a run computes or logs. A resumed run must have the checkpoint's, compared as
@@ -54,24 +55,12 @@ def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, l
         state["emb0"] = emb0
     if history is not None:
         state["history"] = [dict(r) for r in history]
-    tmp = path + ".tmp"
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+    try:  # whole or not at all, never through a link (files.write_file); a Ctrl-C mid-write leaves the previous one
+        write_file(path, lambda f: torch.save(state, f), "wb")
     except (OSError, RuntimeError) as e:  # torch.save reports a full disk as a RuntimeError
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
         why = getattr(e, "strerror", None) or str(e).strip().splitlines()[-1][:120]
         raise TrainingError(f"could not write the checkpoint {path}: {why} (the disk may be full; the previous "
                             f"checkpoint, if any, is kept)") from None
-    except BaseException:  # a second Ctrl-C mid-write: the previous checkpoint stands, no .tmp is left
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def load_checkpoint(path, config, data=None, model=None, optimizer=None):

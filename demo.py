@@ -37,6 +37,7 @@ from config import Config, convert
 from config import parse_args as config_parse_args
 from data.prepare import load_data
 from errors import TrainingError
+from files import set_aside, write_file
 from machine import available_cores, cpu_name, in_notebook, loadavg, setup_device
 from research import records
 from research.appendix_b import campaign_comparison, campaign_lines
@@ -168,9 +169,8 @@ def set_aside_other_result(path, settings, log):
     except ValueError:
         same = not os.path.exists(path)
     if not same:
-        kept = f"{path}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
-        os.replace(path, kept)
-        log(f"{path} was made with other settings (or is damaged): kept as {os.path.basename(kept)}")
+        kept = os.path.basename(path) + set_aside(path)
+        log(f"{path} was made with other settings (or is damaged): kept as {kept}")
 
 
 def run_path(runs_dir, config):
@@ -431,9 +431,8 @@ def main(argv, log=print):
     import matplotlib
     if not in_notebook():
         matplotlib.use("Agg")
-    png = os.path.join(out, "demo.png")
-    figure(result).savefig(png + ".tmp.png", dpi=120)
-    os.replace(png + ".tmp.png", png)  # a link named demo.png is replaced, never written through
+    fig = figure(result)
+    write_file(os.path.join(out, "demo.png"), lambda f: fig.savefig(f, format="png", dpi=120), "wb")  # (no link)
     log(f"wall time {result['run']['wall_s']:.0f} s ({reused} of {len(configs)} runs reused); wrote "
         f"{os.path.relpath(os.path.join(out, 'demo.json'), ROOT)} and demo.png")
     for line in verdict_lines(result):

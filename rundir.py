@@ -7,12 +7,12 @@ metrics rows that came before it (start_state).
 import dataclasses
 import json
 import os
-import time
 
 import torch
 
 from checkpoint import load_checkpoint
 from errors import TrainingError
+from files import set_aside, write_file
 from machine import environment
 
 
@@ -109,11 +109,28 @@ def claim_out_dir(c):
     return lock
 
 
+def remove_run_files(folder):
+    """Remove a finished run's own files (RUN_FILES and its .lock) from `folder`, and the folder if that empties it;
+    anything else there is the user's and stays."""
+    for name in (*RUN_FILES, ".lock"):
+        try:
+            os.remove(os.path.join(folder, name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
 def open_lock(path):
     """A lock file opened for reading and appending without following a link (O_NOFOLLOW), so a link planted in its
     place can't lead the lock's writes into another file; .path is where it is."""
     lock = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a+")
     lock.path = path
+    if os.fstat(lock.fileno()).st_nlink > 1:  # a hard link: the pid written into it would change another file
+        lock.close()
+        raise TrainingError(f"{path} is a hard link to another file: remove it, or give another folder")
     return lock
 
 
@@ -150,11 +167,11 @@ def release_out_dir(lock, refused=False):
 def write_run_files(c, meta, device, world, history):
     """config.json (the resolved config, the dataset, the machine) and metrics.jsonl, rewritten whole: a resumed
     run drops the rows past its checkpoint."""
-    with open(os.path.join(c.out_dir, "config.json"), "w") as f:
-        json.dump(dict(config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world)), f,
-                  indent=2)
-    with open(os.path.join(c.out_dir, "metrics.jsonl"), "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in history)
+    info = dict(config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world))
+    # replaced, not rewritten in place: a hard link to either (a backup made with cp -al, say) keeps its content,
+    # and the rows appended later go to this run's own file
+    write_file(os.path.join(c.out_dir, "config.json"), lambda f: json.dump(info, f, indent=2))
+    write_file(os.path.join(c.out_dir, "metrics.jsonl"), lambda f: f.writelines(json.dumps(r) + "\n" for r in history))
 
 
 def append_row(history, row, path, lock=None):
@@ -235,10 +252,7 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
         except TrainingError:
             same = False
         if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
-            suffix = f".set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
-            for path in (metrics, os.path.join(c.out_dir, "config.json")):
-                if os.path.exists(path):
-                    os.replace(path, path + suffix)
+            suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
             log(f"{metrics} did not hold the checkpoint's rows before step {state['step']} (another run's, edited "
                 f"or damaged): kept, with its config.json, as *{suffix}; the checkpoint's rows are written instead")
     log(f"resumed from {ckpt_path} at step {state['step']}")

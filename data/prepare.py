@@ -28,6 +28,12 @@ import urllib.request
 
 import numpy as np
 
+try:
+    from files import write_file
+except ImportError:  # run as `python data/prepare.py`: the repository root, where files.py is, is the folder above
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from files import write_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BPE_FILE = os.path.join(HERE, "r50k_base.tiktoken")
 # Prepared datasets live beside this file unless TIEDGPT_DATA_DIR points elsewhere (tests use a temp dir).
@@ -109,8 +115,7 @@ def load_text(dataset="shakespeare", input=None, log=print):
             if hashlib.sha256(raw).hexdigest() != SHAKESPEARE_SHA256:
                 raise ValueError("downloaded file has an unexpected sha256")
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(raw)
+            write_file(path, lambda f: f.write(raw), "wb")
         except Exception as e:  # offline, blocked, or corrupted: say so, don't die
             bar = "!" * 78
             log(f"{bar}\nWARNING: could not get Tiny Shakespeare ({type(e).__name__}: {e}).\n"
@@ -167,10 +172,7 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
 
 
 def _atomic_write(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    write_file(path, lambda f: f.write(data), "wb")  # whole or not at all, never through a link
 
 
 META_TYPES = dict(dataset=str, corpus=str, source=str, sha256=str, vocab_size=int, tokens=int, train_tokens=int,

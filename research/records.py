@@ -10,6 +10,7 @@ import subprocess
 
 import numpy as np
 
+from files import write_file
 from research import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,13 +47,9 @@ def _read_json(path):
 
 def write_atomic(path, obj):
     """Write JSON so that a reader (or an interrupted run) never sees half a file, nor two writers one tmp file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    try:
-        os.replace(tmp, path)  # (a link at `path` is replaced, never written through)
+    try:  # whole or not at all, never through a link (files.write_file)
+        write_file(path, lambda f: json.dump(obj, f))
     except IsADirectoryError:
-        os.remove(tmp)
         raise ValueError(f"{path} is a folder, not a run file: move it away, or give another --out") from None
 
 

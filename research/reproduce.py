@@ -26,7 +26,6 @@ import fcntl
 import math
 import os
 import platform
-import shutil
 import sys
 import time
 from statistics import median
@@ -44,7 +43,7 @@ import torch  # noqa: E402
 from data.prepare import load_data  # noqa: E402
 from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
 from probes import window_losses  # noqa: E402
-from rundir import check_out_folder, open_lock  # noqa: E402
+from rundir import check_out_folder, open_lock, remove_run_files  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
 from errors import Diverged, TrainingError, print_help  # noqa: E402
@@ -285,7 +284,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
                 record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
                 write_atomic(path, record)
                 if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
-                    shutil.rmtree(_ckpt_folder(ckpt_dir, rid), ignore_errors=True)
+                    remove_run_files(_ckpt_folder(ckpt_dir, rid))
             done += 1
             ran = True
             log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "

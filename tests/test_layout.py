@@ -102,8 +102,8 @@ def test_the_import_graph_sees_function_local_imports():
     assert {"tiedgpt", "config", "optim", "probes", "checkpoint", "rundir", "machine", "data.prepare"} <= graph["train"]
 
 
-CORE_MODULES = ("tiedgpt", "train", "config", "optim", "probes", "checkpoint", "rundir", "machine", "errors", "bench",
-                "fused_loss", "data.prepare")
+CORE_MODULES = ("tiedgpt", "train", "config", "optim", "probes", "checkpoint", "rundir", "machine", "errors", "files",
+                "bench", "fused_loss", "data.prepare")
 
 
 def test_the_core_modules_import_each_other_one_way():

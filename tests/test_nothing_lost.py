@@ -118,14 +118,14 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_line_and_leaves_no_tempor
     kept = (tmp_path / "ckpt.pt").read_bytes()
 
     def full_disk(obj, f):
-        open(f, "wb").write(b"x" * 1000)
+        f.write(b"x" * 1000)
         raise RuntimeError("[enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file "
                            "data/3: file write failed")
     monkeypatch.setattr(checkpoint.torch, "save", full_disk)
     with pytest.raises(TrainingError, match="could not write the checkpoint") as e:
         tiny_run(tmp_path, 100, lr_decay_iters=50, resume=True)
     assert one_line(str(e.value))
-    assert not (tmp_path / "ckpt.pt.tmp").exists() and (tmp_path / "ckpt.pt").read_bytes() == kept
+    assert not list(tmp_path.glob("*.tmp")) and (tmp_path / "ckpt.pt").read_bytes() == kept
 
 
 def test_a_corpus_of_one_distinct_token_is_one_clear_line(tmp_path, monkeypatch, capsys):
@@ -376,12 +376,12 @@ def test_a_checkpoint_write_stopped_by_ctrl_c_leaves_the_previous_checkpoint_and
     before = (tmp_path / "ckpt.pt").read_bytes()
 
     def interrupted(state, f):
-        open(f, "wb").write(b"half")
+        f.write(b"half")
         raise KeyboardInterrupt
     monkeypatch.setattr(K.torch, "save", interrupted)
     with pytest.raises(KeyboardInterrupt):
         K.save_checkpoint(path, *args)
-    assert (tmp_path / "ckpt.pt").read_bytes() == before and not (tmp_path / "ckpt.pt.tmp").exists()
+    assert (tmp_path / "ckpt.pt").read_bytes() == before and not list(tmp_path.glob("*.tmp"))
 
 
 # --- a second adversarial pass (after the fixes above) ---------------------------------------------------------------
@@ -466,3 +466,60 @@ def test_reproduce_refuses_an_empty_out_instead_of_using_the_default(capsys):
 def test_a_negative_lr_decay_iters_is_refused():
     with pytest.raises(ValueError, match="lr_decay_iters must be >= 0"):
         config(lr_decay_iters=-5)
+
+
+# --- a third adversarial pass: links at every name a tool writes -----------------------------------------------------
+
+def test_a_resume_leaves_a_hard_linked_backup_of_the_runs_files_as_it_was(data_dir, tmp_path):
+    """A backup made with hard links (cp -al) shares the files' bytes: a resumed run replaces config.json and
+    metrics.jsonl with files of its own instead of writing into the shared ones."""
+    tiny_run(tmp_path / "run", 2)
+    (tmp_path / "backup").mkdir()
+    for name in ("config.json", "metrics.jsonl"):
+        os.link(tmp_path / "run" / name, tmp_path / "backup" / name)
+    before = {n: (tmp_path / "backup" / n).read_bytes() for n in ("config.json", "metrics.jsonl")}
+    tiny_run(tmp_path / "run", 4, lr_decay_iters=2, resume=True)
+    assert {n: (tmp_path / "backup" / n).read_bytes() for n in before} == before
+    assert len(rows(tmp_path / "run")) > len(before["metrics.jsonl"].splitlines())
+
+
+def test_a_lock_file_hard_linked_to_another_file_is_refused_and_that_file_kept(data_dir, tmp_path, capsys):
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (tmp_path / "out").mkdir()
+    os.link(target, tmp_path / "out" / ".lock")
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and "hard link" in err and target.read_text() == "keep me"
+
+
+def test_files_are_written_through_a_fresh_temporary_name_never_a_planted_one(tmp_path):
+    """write_file (every writer: checkpoints, run files, records, token files, figures) never opens a name someone
+    could have planted a link at: the old fixed names (path.tmp, path.<pid>.tmp) are left alone."""
+    import files
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    for planted in ("ckpt.pt.tmp", f"run.json.{os.getpid()}.tmp", "train.bin.tmp", "demo.png.tmp.png"):
+        (tmp_path / planted).symlink_to(target)
+    for name in ("ckpt.pt", "run.json", "train.bin", "demo.png"):
+        files.write_file(str(tmp_path / name), lambda f: f.write("new"))
+        assert (tmp_path / name).read_text() == "new"
+    assert target.read_text() == "keep me"
+
+
+def test_two_set_asides_in_one_second_get_two_names(tmp_path):
+    import files
+    kept = []
+    for content in ("first", "second"):
+        (tmp_path / "metrics.jsonl").write_text(content)
+        kept.append(files.set_aside(str(tmp_path / "metrics.jsonl")))
+    assert len(set(kept)) == 2
+    assert sorted(p.read_text() for p in tmp_path.glob("metrics.jsonl.set-aside-*")) == ["first", "second"]
+
+
+def test_a_finished_runs_checkpoint_folder_keeps_the_users_own_files(tmp_path):
+    import rundir
+    for name in ("ckpt.pt", "metrics.jsonl", "config.json", ".lock", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    rundir.remove_run_files(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -1,0 +1,48 @@
+"""
+How the project writes a file: whole or not at all, and never through a link. Every writer (checkpoints, run files,
+run records, token files, figures) goes through write_file; set_aside gives a kept file a name nothing else has.
+"""
+
+import os
+import tempfile
+import time
+
+
+def write_file(path, write, mode="w"):
+    """Write `path` whole or not at all: write(f) fills a new temporary file beside it, made with an unguessable name
+    and O_EXCL (tempfile.mkstemp), so nothing planted under a temporary name is written through; it then replaces
+    `path` (os.replace), so a symbolic or hard link at `path` is replaced and the file it led to is never touched. A
+    failure, Ctrl-C included, removes the temporary file and leaves `path` as it was."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, mode) as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def set_aside(*paths):
+    """Rename each existing path to path + the same suffix, .set-aside-<time> (with -2, -3... where a file of that
+    name exists already, within one second say), so that files kept together keep one suffix. Returns the suffix."""
+    stem = f".set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
+    suffix, n = stem, 1
+    while any(os.path.lexists(p + suffix) for p in paths):
+        n += 1
+        suffix = f"{stem}-{n}"
+    for p in paths:
+        if os.path.lexists(p):
+            os.replace(p, p + suffix)
+    return suffix
