@@ -390,6 +390,8 @@ def main(argv, log=print):
         if not s.fresh and finished_run(path, config) is not None:
             reused += 1
         else:
+            if not s.fresh and os.path.lexists(path):  # damaged, edited or another config's: kept, not written over
+                log(f"{path} is not a finished run of this config: kept as *{set_aside(path)}, the run made again")
             jobs.append((path, config))
     workers = s.workers or (min(available_cores(), max(1, len(jobs))) if device_kind == "cpu" else 1)
     threads = s.threads or (1 if workers > 1 else torch.get_num_threads())
@@ -431,8 +433,10 @@ def main(argv, log=print):
     import matplotlib
     if not in_notebook():
         matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig = figure(result)
     write_file(os.path.join(out, "demo.png"), lambda f: fig.savefig(f, format="png", dpi=120), "wb")  # (no link)
+    plt.close(fig)  # written: free it (a notebook shows the figure from demo.figure, not from here)
     log(f"wall time {result['run']['wall_s']:.0f} s ({reused} of {len(configs)} runs reused); wrote "
         f"{os.path.relpath(os.path.join(out, 'demo.json'), ROOT)} and demo.png")
     for line in verdict_lines(result):

@@ -180,9 +180,19 @@ def append_row(history, row, path, lock=None):
     history.append(row)
     if lock is not None:
         check_still_claimed(lock)
-    if path:
-        with open(path, "a") as f:
+    if not path:
+        return
+    try:  # never through a link planted at metrics.jsonl while the run ran
+        f = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a")
+    except OSError as e:
+        raise TrainingError(f"{path} can't be appended to ({e.strerror}; a link put in its place?): this run stops "
+                            f"without writing there (its last checkpoint stands)") from None
+    with f:
+        if os.fstat(f.fileno()).st_nlink == 1:
             f.write(json.dumps(row) + "\n")
+            return
+    # hard-linked since it was written (a cp -al backup made mid-run): the run goes on in a file of its own
+    write_file(path, lambda g: g.writelines(json.dumps(r) + "\n" for r in history))
 
 
 def read_metrics(path, before):

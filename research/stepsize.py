@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 import demo
+from files import set_aside
 from research import workers
 from research.stats import interval
 from rundir import check_out_folder
@@ -420,7 +421,10 @@ def main(argv):
         return 2
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
-    todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again
+    todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again ...
+    for p, _ in todo:
+        if os.path.lexists(p):  # ... and the damaged one is kept beside it, not written over
+            print(f"stepsize: {p} is not a finished run of its config: kept as *{set_aside(p)}")
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
     bar = tqdm(total=sum(c.max_iters for _, c in todo), unit="step", disable=True)
     try:

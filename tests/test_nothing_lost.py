@@ -523,3 +523,54 @@ def test_a_finished_runs_checkpoint_folder_keeps_the_users_own_files(tmp_path):
         (tmp_path / name).write_text("x")
     rundir.remove_run_files(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+# --- a fourth adversarial pass: links made while a run runs, run files that can't be reused ---------------------------
+
+def test_a_metrics_file_swapped_for_a_link_mid_run_is_not_written_through(tmp_path):
+    import rundir
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    path = tmp_path / "metrics.jsonl"
+    rundir.append_row([], {"step": 0}, str(path))
+    path.unlink()
+    path.symlink_to(target)                                       # swapped while the run runs
+    with pytest.raises(TrainingError, match="can't be appended to"):
+        rundir.append_row([{"step": 0}], {"step": 1}, str(path))
+    assert target.read_text() == "keep me"
+
+
+def test_a_hard_linked_backup_made_mid_run_stops_growing(tmp_path):
+    import rundir
+    path, backup = tmp_path / "metrics.jsonl", tmp_path / "backup.jsonl"
+    history = []
+    rundir.append_row(history, {"step": 0}, str(path))
+    os.link(path, backup)                                         # cp -al while the run runs
+    rundir.append_row(history, {"step": 1}, str(path))
+    rundir.append_row(history, {"step": 2}, str(path))
+    assert backup.read_text().splitlines() == ['{"step": 0}']
+    assert [json.loads(x)["step"] for x in path.read_text().splitlines()] == [0, 1, 2]
+
+
+def test_a_demo_run_file_that_cannot_be_reused_is_kept_beside_the_new_one(tiny_data, tmp_path):
+    import demo as D
+    args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
+    assert D.main(args, log=quiet) == 0
+    (first, *_) = sorted((tmp_path / "runs").glob("adamw__logn__*.json"))
+    first.write_text("my own notes")
+    assert D.main(args, log=quiet) == 0
+    (kept,) = (tmp_path / "runs").glob(first.name + ".set-aside-*")
+    assert kept.read_text() == "my own notes" and json.loads(first.read_text())["arm"] == "logn"
+
+
+def test_the_sweep_keeps_a_damaged_run_file_beside_the_one_it_makes_again(tmp_path, monkeypatch, capsys):
+    from research import stepsize as Z
+    from research import workers
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    damaged = runs / Z.file_name("adamw", 3e-3, "logn", 1)
+    damaged.write_text("my own notes")
+    monkeypatch.setattr(workers, "run_all", lambda *a, **k: None)
+    assert Z.main(["--seeds=1", f"--out={tmp_path}"]) == 0
+    (kept,) = runs.glob(damaged.name + ".set-aside-*")
+    assert kept.read_text() == "my own notes"
