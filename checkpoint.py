@@ -40,8 +40,8 @@ CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_
 
 def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0, emb0=None,
                     history=None):
-    """Write ckpt.pt atomically: to ckpt.pt.tmp, then rename. A kill or a full disk mid-write leaves the previous
-    checkpoint intact (and the .tmp is removed). `data` identifies the dataset (see data_identity); tokens,
+    """Write ckpt.pt atomically (files.write_file: a fresh temporary file, then rename). A kill or a full disk
+    mid-write leaves the previous checkpoint intact (and the temporary file is removed). `data` identifies the dataset (see data_identity); tokens,
     loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have; emb0 (log_rows: E
     at init, what emb_turn is measured from) lets it measure from the same reference; history, the metrics rows
     before `step`, makes the checkpoint the one record of its run's rows (a resumed run rewrites metrics.jsonl from

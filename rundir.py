@@ -46,7 +46,8 @@ def check_out_folder(path, name="out_dir", base=None):
     return full
 
 
-RUN_FILES = ("ckpt.pt", "ckpt.pt.tmp", "metrics.jsonl", "config.json")  # what a run writes in its out_dir
+# what a run writes in its out_dir (ckpt.pt.tmp: the temporary name of older versions, still cleared by --overwrite)
+RUN_FILES = ("ckpt.pt", "ckpt.pt.tmp", "metrics.jsonl", "config.json")
 
 
 def claim_out_dir(c):
