@@ -13,6 +13,7 @@ from helpers import READ, generated_text, shakespeare_path
 def pytest_configure(config):
     config.addinivalue_line("markers", "corpus: reads the default corpus (Tiny Shakespeare, or offline its fallback); "
                                        "CI runs these again on a fresh offline machine (.ci/run)")
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one, as in CI): pytest -m cuda")
 
 
 @pytest.fixture(autouse=True)
