@@ -37,10 +37,11 @@ def one_line(err):
 @pytest.fixture(scope="module")
 def made(data_dir, tmp_path_factory):
     """A finished 4-step run with a checkpoint at step 4 (and dense val and log_rows on, so that every setting has
-    something to change)."""
+    something to change). On the CPU, so that it ran in float32 on every machine: on a GPU it would be bfloat16, and
+    asking for bfloat16 would change nothing."""
     out = tmp_path_factory.mktemp("made")
     T.train(config(max_iters=4, eval_interval=2, dense_val_until=2, dense_val_windows=8, log_rows=True,
-                   out_dir=str(out)), progress=False, log=quiet)
+                   device="cpu", out_dir=str(out)), progress=False, log=quiet)
     return out
 
 
@@ -72,7 +73,7 @@ def test_a_killed_overwrite_run_can_never_be_resumed_into_the_old_runs_weights(d
 def test_a_changed_seed_on_resume_is_one_line_naming_both_values_and_the_way_out(made, capsys):
     before = (made / "config.json").read_text(), (made / "metrics.jsonl").read_text()
     code, err = cli(["--max_iters=6", "--eval_interval=2", "--dense_val_until=2", "--dense_val_windows=8",
-                     "--log_rows=true", f"--out_dir={made}", "--resume=true", "--seed=7"], capsys)
+                     "--log_rows=true", "--device=cpu", f"--out_dir={made}", "--resume=true", "--seed=7"], capsys)
     assert code == 1 and one_line(err), err
     assert "seed=1337 (now 7)" in err and "--seed=1337" in err and "--overwrite=true" in err
     assert ((made / "config.json").read_text(), (made / "metrics.jsonl").read_text()) == before  # nothing rewritten
@@ -93,9 +94,11 @@ def test_every_setting_that_changes_what_is_computed_or_logged_is_checked_on_res
     load_checkpoint(str(made / "ckpt.pt"), config(**same))  # and the same settings resume
 
 
-def test_a_run_records_the_dtype_it_ran_in_not_auto(made):
+def test_a_run_records_the_dtype_it_ran_in_not_auto(data_dir, tmp_path):
     """dtype=auto picks bfloat16 on a GPU that has it, float32 elsewhere: the checkpoint and config.json record the one
     that ran, so a run made in bfloat16 on a GPU is not resumed in float32 on a CPU without a word."""
+    made = tmp_path
+    T.train(config(max_iters=1, eval_interval=1, out_dir=str(made)), progress=False, log=quiet)  # device=auto
     ran = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
     assert torch.load(made / "ckpt.pt", weights_only=True)["config"]["dtype"] == ran
     assert json.loads((made / "config.json").read_text())["config"]["dtype"] == ran
