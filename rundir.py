@@ -38,12 +38,25 @@ def check_out_folder(path, name="out_dir", base=None):
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
         raise ValueError(f"{name}={path!r} is a file, or inside one: not a folder")
-    root = os.path.realpath(ROOT)
-    if full == root or any(full == os.path.join(root, f) or full.startswith(os.path.join(root, f) + os.sep)
-                           for f in REPO_FOLDERS):
-        raise ValueError(f"{name}={path!r} is inside the repository's own files ({os.path.relpath(full, root)}): give "
+    root = checkout_holding(full)
+    if root and (full == root or any(full == os.path.join(root, f) or full.startswith(os.path.join(root, f) + os.sep)
+                                     for f in REPO_FOLDERS)):
+        whose = "the repository's" if root == os.path.realpath(ROOT) else f"the checkout {root}'s"
+        raise ValueError(f"{name}={path!r} is inside {whose} own files ({os.path.relpath(full, root)}): give "
                          f"a folder of its own (e.g. out/something)")
     return full
+
+
+def checkout_holding(folder):
+    """The nearest folder at or above `folder` that is a checkout of this project (it holds tiedgpt.py and rundir.py),
+    or None: this one or another clone, whose committed runs and lessons are never an output either."""
+    while True:
+        if all(os.path.isfile(os.path.join(folder, f)) for f in ("tiedgpt.py", "rundir.py")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 # what a run writes in its out_dir (ckpt.pt.tmp: the temporary name of older versions, still cleared by --overwrite)

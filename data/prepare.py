@@ -150,6 +150,7 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         raise ValueError(f"corpus {source} has only {len(ids)} tokens; need at least 100")
     split = int(len(ids) * (1 - val_fraction))
     out = dataset_dir(dataset)
+    before = own_files(dataset)  # the folder's earlier preparation, or None; files it did not make are refused
     os.makedirs(out, exist_ok=True)
     for name, part in (("train", ids[:split]), ("val", ids[split:])):
         _atomic_write(os.path.join(out, f"{name}.bin"), part.tobytes())
@@ -166,9 +167,31 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         **hashes,  # the token files' own identity: a file damaged in place is caught (check_prepared)
     )
     _atomic_write(os.path.join(out, "meta.json"), json.dumps(meta, indent=2).encode())
+    if before and before["sha256"] == meta["sha256"] and before["train_tokens"] != split:
+        log(f"note: {dataset}'s split changed ({before['train_tokens']:,} -> {split:,} train tokens): runs made on "
+            f"the old split can't be resumed (train.py refuses them); prepare again with the old --val_fraction "
+            f"to go back")
     log(f"{dataset}: {meta['tokens']:,} tokens ({meta['train_tokens']:,} train, {meta['val_tokens']:,} val) "
         f"from {source} -> {out}")
     return meta
+
+
+def own_files(dataset):
+    """The meta.json of data/<dataset> if the folder holds prepare.py's own files (None if it holds none of them), or
+    a one-line ValueError: prepare replaces train.bin, val.bin and meta.json only where its own meta.json vouches for
+    them, so a user's files (a folder linked here, say) are never written over."""
+    d = dataset_dir(dataset)
+    present = [f for f in ("train.bin", "val.bin", "meta.json") if os.path.lexists(os.path.join(d, f))]
+    for f in present:
+        if os.path.isdir(os.path.join(d, f)):
+            raise ValueError(f"{os.path.join(d, f)} is a folder, not prepare.py's {f}: move it away and run again")
+    if not present:
+        return None
+    try:
+        return load_meta(dataset)
+    except (ValueError, OSError):
+        raise ValueError(f"{d} holds {', '.join(present)} not made by prepare.py (no meta.json of its own vouches "
+                         f"for them): move them away, or delete them if prepare.py made them, and run again") from None
 
 
 def _atomic_write(path, data):
@@ -201,6 +224,8 @@ def load_meta(dataset):
     """meta.json of a prepared dataset, checked: one line naming the file and the fix if it is damaged."""
     path = os.path.join(dataset_dir(dataset), "meta.json")
     fix = refix(dataset)
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder, not prepare.py's meta.json: move it away and run again")
     try:
         with open(path) as f:
             meta = json.load(f)

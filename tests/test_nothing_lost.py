@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 import torch
 
@@ -574,3 +573,64 @@ def test_the_sweep_keeps_a_damaged_run_file_beside_the_one_it_makes_again(tmp_pa
     assert Z.main(["--seeds=1", f"--out={tmp_path}"]) == 0
     (kept,) = runs.glob(damaged.name + ".set-aside-*")
     assert kept.read_text() == "my own notes"
+
+
+# --- the fourth pass's last finds: folders that are not prepare's or the run's ----------------------------------------
+
+def test_prepare_never_replaces_token_files_it_did_not_make(tmp_path, monkeypatch):
+    """data/<name> linked to a folder of the user's, holding their own train.bin: preparing a text of that name is
+    refused in one line, and their file is kept (prepare replaces only what its own meta.json vouches for)."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    mine = tmp_path / "my_tokens"
+    mine.mkdir()
+    (mine / "train.bin").write_bytes(b"my own tokens")
+    text = tmp_path / "notes.txt"
+    text.write_text("Words of my own, for a corpus of my own. " * 40)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / P.input_name(text)).symlink_to(mine)     # data/notes-<hash> -> the user's folder
+    with pytest.raises(ValueError, match="not made by prepare.py") as e:
+        P.prepare(input=str(text), log=quiet)
+    assert "\n" not in str(e.value) and (mine / "train.bin").read_bytes() == b"my own tokens"
+    (mine / "train.bin").unlink()                               # moved away: now the folder is prepare's to fill
+    assert P.prepare(input=str(text), log=quiet)["dataset"] == P.input_name(text) and (mine / "meta.json").exists()
+    P.prepare(input=str(text), log=quiet)                       # and its own files it prepares again
+
+
+def test_a_meta_json_that_is_a_folder_is_named_as_a_folder(data_dir, tmp_path, monkeypatch):
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    (tmp_path / "pydoc_topics" / "meta.json").mkdir(parents=True)
+    for f in ("train.bin", "val.bin"):
+        (tmp_path / "pydoc_topics" / f).write_bytes(b"")
+    for call in (P.ensure_prepared, P.prepare):
+        with pytest.raises(ValueError, match="meta.json is a folder"):
+            call("pydoc_topics", log=quiet)
+
+
+def test_preparing_again_with_another_split_says_earlier_runs_cannot_resume(tmp_path, monkeypatch):
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    P.prepare("pydoc_topics", log=quiet)
+    said = []
+    P.prepare("pydoc_topics", val_fraction=0.2, log=said.append)
+    assert any("split" in s and "resume" in s for s in said), said
+
+
+@pytest.mark.parametrize("inside", ["research/runs", "lessons/data", "research", "."])
+def test_an_output_folder_inside_another_checkouts_own_files_is_refused(tmp_path, inside, capsys):
+    """A second clone of the project beside this one: its committed runs are never an output either."""
+    import demo as D
+    other = tmp_path / "tiedgpt-copy"
+    (other / "research" / "runs").mkdir(parents=True)
+    (other / "lessons" / "data").mkdir(parents=True)
+    for f in ("tiedgpt.py", "rundir.py"):
+        (other / f).write_text("# a checkout\n")
+    (other / "research" / "runs" / "demo.json").write_text("committed")
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={other / inside}"], log=quiet) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "checkout" in err
+    with pytest.raises(ValueError, match="checkout"):
+        tiny_run(other / inside, 1)
+    assert (other / "research" / "runs" / "demo.json").read_text() == "committed"
+    assert sorted(os.listdir(other / "research" / "runs")) == ["demo.json"]
