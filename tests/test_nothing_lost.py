@@ -27,29 +27,30 @@ def one_line(err):
 
 
 def tiny_run(out, steps, **kw):
-    return T.train(config(max_iters=steps, eval_interval=50, out_dir=str(out), **kw), progress=False, log=quiet)
+    return T.train(config(max_iters=steps, out_dir=str(out), **{"eval_interval": 50, **kw}), progress=False, log=quiet)
 
 
 # --- a run's files belong to the run its checkpoint names ---------------------------------------------------------
 
 def test_a_checkpoint_copied_from_another_run_resumes_with_that_runs_rows_not_a_splice(data_dir, tmp_path):
+    """The issue's case at a tenth of its steps (A: 5, B: 15, A resumed from B's checkpoint to 20)."""
     a, b = tmp_path / "A", tmp_path / "B"
-    tiny_run(a, 50, seed=1)
-    tiny_run(b, 150, seed=2)
+    tiny_run(a, 5, seed=1, eval_interval=5)
+    tiny_run(b, 15, seed=2, eval_interval=5)
     (a / "ckpt.pt").write_bytes((b / "ckpt.pt").read_bytes())      # B's checkpoint, copied into A's folder
-    tiny_run(a, 200, seed=2, lr_decay_iters=150, resume=True)
+    tiny_run(a, 20, seed=2, lr_decay_iters=15, eval_interval=5, resume=True)
     got, b_rows = rows(a), rows(b)
-    assert all(got[s] == b_rows[s] for s in b_rows if s < 150), "the rows before the checkpoint must be B's own"
-    assert max(got) == 200
+    assert all(got[s] == b_rows[s] for s in b_rows if s < 15), "the rows before the checkpoint must be B's own"
+    assert max(got) == 20
 
 
 def test_a_deleted_metrics_file_is_restored_from_the_checkpoint_on_resume(data_dir, tmp_path):
-    tiny_run(tmp_path, 100)
+    tiny_run(tmp_path, 10, eval_interval=5)
     before = rows(tmp_path)
     (tmp_path / "metrics.jsonl").unlink()
-    tiny_run(tmp_path, 150, lr_decay_iters=100, resume=True)
+    tiny_run(tmp_path, 15, lr_decay_iters=10, eval_interval=5, resume=True)
     after = rows(tmp_path)
-    assert all(after[s] == before[s] for s in before if s < 100) and max(after) == 150
+    assert all(after[s] == before[s] for s in before if s < 10) and max(after) == 15
 
 
 def test_a_fresh_run_refuses_a_folder_holding_an_earlier_runs_metrics_or_config(data_dir, tmp_path):
@@ -323,11 +324,11 @@ def test_a_refused_run_leaves_no_lock_and_a_too_long_name_makes_no_folders(data_
 
 def test_a_metrics_file_set_aside_keeps_its_config_beside_it(data_dir, tmp_path):
     a, b = tmp_path / "A", tmp_path / "B"
-    tiny_run(a, 50, seed=1)
-    tiny_run(b, 100, seed=2)
+    tiny_run(a, 5, seed=1, eval_interval=5)
+    tiny_run(b, 10, seed=2, eval_interval=5)
     config_a = (a / "config.json").read_text()
     (a / "ckpt.pt").write_bytes((b / "ckpt.pt").read_bytes())
-    tiny_run(a, 150, seed=2, lr_decay_iters=100, resume=True)
+    tiny_run(a, 15, seed=2, lr_decay_iters=10, eval_interval=5, resume=True)
     (kept,) = a.glob("config.json.set-aside-*")
     assert kept.read_text() == config_a and list(a.glob("metrics.jsonl.set-aside-*"))
 
