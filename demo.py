@@ -40,8 +40,10 @@ from errors import TrainingError
 from files import set_aside, write_file
 from machine import available_cores, cpu_name, in_notebook, loadavg, setup_device
 from research import records
+from research.figures import OPT_NAMES
+from research.figures import demo_figure as figure  # lesson 04 draws the result as demo.figure(result)
 from research.appendix_b import campaign_comparison, campaign_lines
-from research.stats import interval, t_quantile
+from research.stats import interval
 from research.workers import config_key, curve_problem, expected_seconds, finished_run, measured_steps, run_all
 from rundir import check_out_folder
 from tiedgpt import flag
@@ -162,15 +164,17 @@ def run_config(s, opt, arm, seed, dataset, device):
                   out_dir="", sample_tokens=0)
 
 
-def set_aside_other_result(path, settings, log):
-    """A demo.json already at `path` made with other settings is kept beside it, not overwritten (its runs stay too)."""
+def set_aside_other_result(out, settings, log):
+    """A demo.json in `out` made with other settings, and its demo.png, are kept beside them with one suffix, not
+    overwritten (their runs stay too); so is a demo.png without a demo.json beside it (a file of the user's)."""
+    path, png = os.path.join(out, "demo.json"), os.path.join(out, "demo.png")
     try:
         same = load_result(path)["settings"] == settings
     except ValueError:
-        same = not os.path.exists(path)
+        same = not os.path.lexists(path) and not os.path.lexists(png)
     if not same:
-        kept = os.path.basename(path) + set_aside(path)
-        log(f"{path} was made with other settings (or is damaged): kept as {kept}")
+        suffix = set_aside(path, png)
+        log(f"{out} held demo.json or demo.png of other settings (or damaged, or not the demo's): kept as *{suffix}")
 
 
 def run_path(runs_dir, config):
@@ -280,47 +284,6 @@ def made_with(result):
                              f"in a run, {getattr(want, bad[0])} by the settings)")
 
 
-OPT_COLORS = dict(tiger="tab:orange", lamb="tab:purple", adamw="tab:blue", signum="tab:green")
-OPT_NAMES = dict(tiger="Tiger", lamb="LAMB", adamw="AdamW", signum="Signum")
-
-
-def figure(result):
-    """One panel per optimizer with both heads' val loss (thin: seeds; thick: their mean), then the paired gap
-    logn - ortho per optimizer (thin: seeds; thick: mean; band: its 95% t interval; dot: where the verdict is read).
-    Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
-    opts = list(result["verdicts"])
-    fig, axes = plt.subplots(1, len(opts) + 1, figsize=(5 * len(opts) + 6, 4.2))
-    for ax, opt in zip(axes, opts):
-        for arm, style in (("logn", "-"), ("ortho", "--")):
-            curves = [r for r in result["runs"] if r["optimizer"] == opt and r["arm"] == arm]
-            for r in curves:
-                ax.plot(r["steps"], r["val"], style, color=OPT_COLORS.get(opt, "gray"), lw=0.6, alpha=0.4)
-            mean = np.mean([r["val"] for r in curves], 0)
-            ax.plot(curves[0]["steps"], mean, style, color=OPT_COLORS.get(opt, "gray"), lw=2,
-                    label=f"{arm} (mean of {len(curves)} seeds)")
-        ax.set(title=f"{OPT_NAMES.get(opt, opt)}: val loss of both heads", xlabel="training step",
-               ylabel="val loss (nats)")
-        ax.legend(fontsize=9)
-    ax = axes[-1]
-    ax.axhline(0, color="black", lw=0.8)
-    for opt, g in result["gaps"].items():
-        steps, col, v = np.array(g["steps"]), OPT_COLORS.get(opt, "gray"), result["verdicts"][opt]
-        per_seed = np.array(list(g["per_seed"].values()))
-        for row in per_seed:
-            ax.plot(steps, row, color=col, lw=0.7, alpha=0.45)
-        ax.plot(steps, per_seed.mean(0), color=col, lw=2.2,
-                label=f"{OPT_NAMES.get(opt, opt)}: {v['mean']:+.2f} at step {v['step']} -> {v['word']}")
-        ax.plot([v["step"]], [v["mean"]], "o", color=col, ms=6)
-        if len(per_seed) > 1:
-            half = t_quantile(0.975, len(per_seed) - 1) * per_seed.std(0, ddof=1) / math.sqrt(len(per_seed))
-            ax.fill_between(steps, per_seed.mean(0) - half, per_seed.mean(0) + half, color=col, alpha=0.15, lw=0)
-    ax.set(xlabel="training step", ylabel="logn - ortho (nats)", title="The gap: above 0, logn is behind")
-    ax.legend(loc="best", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
 def verdict_lines(result):
     """The answer in plain words: a header, one row per optimizer, the campaign beside it, and last the takeaway."""
     n = len(seeds_of(result["settings"]["seeds"]))
@@ -367,18 +330,27 @@ def takeaway(result):
 
 def main(argv, log=print):
     """Parse flags, run what is missing, write demo.json and demo.png, print the verdicts. Returns the exit code:
-    0 done, 1 a run failed, 2 a bad flag or setting, 130 interrupted (finished runs kept)."""
+    0 done, 1 a run failed or a file can't be written, 2 a bad flag or setting, 130 interrupted (finished runs kept)."""
+    try:
+        return _main(argv, log)
+    except OSError as e:  # a folder that can't be written (read-only, full, a file where runs/ should be)
+        print(f"demo.py: can't write {e.filename or 'the output'}: {e.strerror or e} (finished runs are kept)",
+              file=sys.stderr)
+        return 1
+
+
+def _main(argv, log):
     t0, load0 = time.time(), loadavg()
     try:
         s = parse_args(argv)
         out = check_out_folder(s.out, "--out", base=ROOT)
+        runs_dir = check_out_folder(os.path.join(out, "runs"), "--out's runs/")  # runs/ may be a link: checked too
         device = str(setup_device(Config(device=s.device, out_dir=""))[0])
         # prepare the data once, here, before any worker needs it
         c, meta = load_data(run_config(s, "adamw", "logn", 0, s.dataset, "cpu"), log=log)[:2]
     except (ValueError, FileNotFoundError) as e:
         print(f"demo.py: {e}", file=sys.stderr)
         return 2
-    runs_dir = os.path.join(out, "runs")
     os.makedirs(runs_dir, exist_ok=True)
     dataset = dict(dataset=meta["dataset"], sha256=meta.get("sha256"), n=c.vocab_size)
     device_kind = "cuda" if device.startswith("cuda") else device
@@ -428,7 +400,7 @@ def main(argv, log=print):
     result = summarise(s, made, dataset, time.time() - t0, reused, device_kind, workers, threads)
     # how busy the machine was (1-minute load average, at the start and the end): a wall time means little without it
     result["run"].update(loadavg_start=load0, loadavg_end=loadavg())
-    set_aside_other_result(os.path.join(out, "demo.json"), result["settings"], log)
+    set_aside_other_result(out, result["settings"], log)
     records.write_atomic(os.path.join(out, "demo.json"), result)
     import matplotlib
     if not in_notebook():

@@ -103,6 +103,11 @@ def claim_out_dir(c):
         release_out_dir(lock, refused=True)
         raise TrainingError(f"{os.path.join(d, links[0])} is a link to {os.path.realpath(os.path.join(d, links[0]))}: "
                             f"a run writes only files of its own; remove the link, or give another --out_dir")
+    foreign = [f for f in ("config.json", "metrics.jsonl") if not_a_runs(os.path.join(d, f))]
+    if foreign:  # a file of the user's under a run file's name: --overwrite and --resume would replace it too
+        release_out_dir(lock, refused=True)
+        raise TrainingError(f"{os.path.join(d, foreign[0])} is not a tiedgpt run's {foreign[0]}: a run replaces only "
+                            f"files of its own; move it away, or give another --out_dir")
     earlier = [f for f in ("ckpt.pt", "metrics.jsonl", "config.json") if os.path.exists(os.path.join(d, f))]
     if earlier and not c.resume and not c.overwrite:  # a fresh run never writes over another run's files
         release_out_dir(lock, refused=True)
@@ -121,6 +126,25 @@ def claim_out_dir(c):
                 release_out_dir(lock)
                 raise ValueError(f"--overwrite: can't remove {os.path.join(d, name)}: {e.strerror or e}") from None
     return lock
+
+
+def not_a_runs(path):
+    """True if `path` is a readable file that no run wrote: a config.json without the run's config, a metrics.jsonl
+    whose first line is not a row of steps. (A file that can't be read is left to the checks that open it.)"""
+    try:
+        with open(path) as f:
+            text = f.read() if path.endswith(".json") else f.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if not text.strip() or not text.endswith("\n") and not path.endswith(".json"):
+        return False  # empty, or a first row cut by a kill: a run stopped before or while writing it
+    try:
+        got = json.loads(text)
+    except ValueError:
+        return True
+    if path.endswith(".json"):  # a run's config.json: {"config": {...}, ...} (older versions: the flat config)
+        return not isinstance(got, dict) or not (isinstance(got.get("config"), dict) or "n_embd" in got)
+    return not isinstance(got, dict) or not isinstance(got.get("step"), int)
 
 
 def remove_run_files(folder):

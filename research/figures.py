@@ -5,10 +5,12 @@ reader of a run.
 Each function draws on axes it is given and labels everything it draws (axes, units, what a band is).
 """
 
+import math
+
 import numpy as np
 
 from research.records import curve, gap_curve, stack
-from research.stats import MARGIN
+from research.stats import MARGIN, t_quantile
 
 COLORS = {"tied": "black", "logn": "tab:red", "control": "tab:pink", "untied": "tab:blue", "ortho": "tab:green",
           "shuffle": "tab:orange", "bert": "tab:purple", "channel": "tab:brown", "scale": "tab:gray"}
@@ -152,3 +154,46 @@ def zoom(ax, by, span=1.2):
     """Limit ax's y range to the part of the val curves that differ (from the lowest loss to `span` nats above it)."""
     low = min(float(np.min(stack(r)[2])) for r in by.values())
     ax.set_ylim(low - 0.05, low + span)
+
+
+# demo.py's figure
+
+OPT_COLORS = dict(tiger="tab:orange", lamb="tab:purple", adamw="tab:blue", signum="tab:green")
+OPT_NAMES = dict(tiger="Tiger", lamb="LAMB", adamw="AdamW", signum="Signum")
+
+
+def demo_figure(result):
+    """One panel per optimizer with both heads' val loss (thin: seeds; thick: their mean), then the paired gap
+    logn - ortho per optimizer (thin: seeds; thick: mean; band: its 95% t interval; dot: where the verdict is read).
+    demo.py's result (demo.json); unlike the functions above it makes its own Figure, which it returns."""
+    import matplotlib.pyplot as plt
+    opts = list(result["verdicts"])
+    fig, axes = plt.subplots(1, len(opts) + 1, figsize=(5 * len(opts) + 6, 4.2))
+    for ax, opt in zip(axes, opts):
+        for arm, style in (("logn", "-"), ("ortho", "--")):
+            curves = [r for r in result["runs"] if r["optimizer"] == opt and r["arm"] == arm]
+            for r in curves:
+                ax.plot(r["steps"], r["val"], style, color=OPT_COLORS.get(opt, "gray"), lw=0.6, alpha=0.4)
+            mean = np.mean([r["val"] for r in curves], 0)
+            ax.plot(curves[0]["steps"], mean, style, color=OPT_COLORS.get(opt, "gray"), lw=2,
+                    label=f"{arm} (mean of {len(curves)} seeds)")
+        ax.set(title=f"{OPT_NAMES.get(opt, opt)}: val loss of both heads", xlabel="training step",
+               ylabel="val loss (nats)")
+        ax.legend(fontsize=9)
+    ax = axes[-1]
+    ax.axhline(0, color="black", lw=0.8)
+    for opt, g in result["gaps"].items():
+        steps, col, v = np.array(g["steps"]), OPT_COLORS.get(opt, "gray"), result["verdicts"][opt]
+        per_seed = np.array(list(g["per_seed"].values()))
+        for row in per_seed:
+            ax.plot(steps, row, color=col, lw=0.7, alpha=0.45)
+        ax.plot(steps, per_seed.mean(0), color=col, lw=2.2,
+                label=f"{OPT_NAMES.get(opt, opt)}: {v['mean']:+.2f} at step {v['step']} -> {v['word']}")
+        ax.plot([v["step"]], [v["mean"]], "o", color=col, ms=6)
+        if len(per_seed) > 1:
+            half = t_quantile(0.975, len(per_seed) - 1) * per_seed.std(0, ddof=1) / math.sqrt(len(per_seed))
+            ax.fill_between(steps, per_seed.mean(0) - half, per_seed.mean(0) + half, color=col, alpha=0.15, lw=0)
+    ax.set(xlabel="training step", ylabel="logn - ortho (nats)", title="The gap: above 0, logn is behind")
+    ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -84,6 +84,10 @@ def check_record(r, where):
     for k, t in RECORD_OPTIONAL.items():
         if k in r and r[k] is not None and wrong(r[k], t):
             raise ValueError(f"{where}: its {k!r} is {repr(r[k])[:30]}, of the wrong type")
+    arm = r.get("arm", r.get("head"))  # (the earliest records name the arm by its head)
+    if arm is not None and r["id"] != run_id(r["group"], arm, r["seed"]):
+        raise ValueError(f"{where}: its id {r['id']!r} is not its own group, arm and seed's "
+                         f"({run_id(r['group'], arm, r['seed'])!r}): an edited record; move it aside")
     for i, h in enumerate(r["history"]):
         if not isinstance(h, dict) or wrong(h.get("step"), int):
             raise ValueError(f"{where}: its history[{i}] is not a row with a whole 'step'")

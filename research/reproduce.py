@@ -245,6 +245,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
     if runs and not resume:
         raise SystemExit(f"reproduce.py: {out} already holds {len(runs)} runs; add --resume=true to continue "
                          f"them, or give a new --out=DIR")
+    check_made_by_plan(scale, runs, out)
     names = plan_names(scale, runs)
     for flag, given in (("groups", groups), ("arms", arms), ("seeds", seeds)):
         unknown = [x for x in given or () if x not in names[flag]]
@@ -329,6 +330,19 @@ USAGE = (f"usage: python -m research.reproduce {'|'.join(SCALES)} [--out=DIR] [-
          "[--groups=G1,G2] [--seeds=1,2] [--arms=logn,control] [--ckpt_dir=DIR]   (--help: the plans)")
 
 
+def check_made_by_plan(scale, runs, out):
+    """Refuse (one line) a folder holding a run the plan names but made with other settings: another plan's run
+    under the same id (live, full and gpt2 share ids like main|tied|seed=1) would be taken as this plan's."""
+    have = {r["id"]: r.get("config") or {} for r in runs}
+    for group, arm, overrides in plan(scale, runs):
+        made = have.get(run_id(group, arm, overrides["seed"]))
+        differ = [f"{k} {made[k]!r} (the plan: {v!r})" for k, v in overrides.items() if made is not None
+                  and k in made and k not in ("emb_std", "dataset", "vocab_size") and made[k] != v]
+        if differ:  # (emb_std: logn's is computed from n; dataset and n: check_corpus_for_comparison's)
+            raise SystemExit(f"reproduce.py: {os.path.join(out, file_name(run_id(group, arm, overrides['seed'])))} "
+                             f"was not made by the {scale} plan ({', '.join(differ[:3])}): give another --out")
+
+
 def _cli(argv):
     usage = USAGE
     if any(a in ("-h", "--help") for a in argv):
@@ -357,6 +371,10 @@ def _cli(argv):
         return 2
     except (TrainingError, ValueError) as e:  # a checkpoint or a setting was refused (a divergence is recorded)
         print(f"reproduce.py: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a lock or record that can't be written: a link, a folder, a read-only or full disk
+        print(f"reproduce.py: can't write {e.filename or 'in ' + out}: {e.strerror or e} (finished runs are kept)",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C or a kill: finished runs are on disk, the one in progress is not
         where = (f"the one in progress has a checkpoint in {opts['ckpt_dir']} (--resume=true with the same "

@@ -635,3 +635,99 @@ def test_an_output_folder_inside_another_checkouts_own_files_is_refused(tmp_path
         tiny_run(other / inside, 1)
     assert (other / "research" / "runs" / "demo.json").read_text() == "committed"
     assert sorted(os.listdir(other / "research" / "runs")) == ["demo.json"]
+
+
+# --- a fifth adversarial pass (on 67a37f1) ------------------------------------------------------------------------------
+
+def test_overwrite_never_removes_a_config_json_that_no_run_wrote(data_dir, tmp_path):
+    (tmp_path / "config.json").write_text('{"database": "prod"}')
+    for kw in ({}, {"overwrite": True}, {"resume": True}):
+        with pytest.raises(TrainingError, match="not a tiedgpt run's config.json") as e:
+            tiny_run(tmp_path, 1, **kw)
+        assert one_line(str(e.value))
+    assert (tmp_path / "config.json").read_text() == '{"database": "prod"}'
+
+
+def test_a_metrics_file_of_another_tool_is_refused_but_a_first_row_cut_by_a_kill_is_a_runs(data_dir, tmp_path):
+    import rundir
+    (tmp_path / "metrics.jsonl").write_text('{"epoch": 1, "acc": 0.5}\n')
+    assert rundir.not_a_runs(str(tmp_path / "metrics.jsonl"))
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0, "train_lo')
+    assert not rundir.not_a_runs(str(tmp_path / "metrics.jsonl"))
+
+
+def test_reproduce_never_deletes_a_users_files_in_its_checkpoint_folder(tiny_data, tmp_path):
+    """--ckpt_dir=K: a run checkpoints in K/<run>/; a config.json there that no run wrote is refused, not removed."""
+    from research import reproduce as R
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "config.json").write_text('{"app": 9}')
+    tiny = dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, eval_iters=2, sample_tokens=0,
+                max_iters=2, eval_interval=2, head="tied", seed=2, dataset="pydoc_topics")
+    (tmp_path / "k").mkdir()
+    os.symlink(user, R._ckpt_folder(str(tmp_path / "k"), R.run_id("main", "tied", 2)))
+    with pytest.raises(TrainingError, match="not a tiedgpt run's config.json"):
+        R.run_one("main", "tied", tiny, log=quiet, ckpt_dir=str(tmp_path / "k"))
+    assert (user / "config.json").read_text() == '{"app": 9}'
+
+
+def test_the_demo_keeps_a_demo_png_it_did_not_make(tiny_data, tmp_path):
+    import demo as D
+    (tmp_path / "demo.png").write_text("my photo")
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"], log=quiet) == 0
+    (kept,) = tmp_path.glob("demo.png.set-aside-*")
+    assert kept.read_text() == "my photo"
+
+
+def test_a_runs_folder_linked_into_the_repository_is_refused(tmp_path, capsys):
+    import demo as D
+    (tmp_path / "runs").symlink_to(os.path.join(ROOT, "lessons"))
+    before = sorted(os.listdir(os.path.join(ROOT, "lessons")))
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"], log=quiet) == 2
+    assert one_line(capsys.readouterr().err) and sorted(os.listdir(os.path.join(ROOT, "lessons"))) == before
+
+
+def test_a_demo_result_that_cannot_be_written_is_one_line(tiny_data, tmp_path, monkeypatch, capsys):
+    import demo as D
+
+    def read_only(path, *a):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(D.records, "write_atomic", read_only)
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"], log=quiet) == 1
+    err = capsys.readouterr().err
+    assert one_line(err) and "demo.json" in err and "Permission denied" in err
+
+
+def _committed_live_record(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    with open(os.path.join(ROOT, "research", "runs", "repro_live.json")) as f:
+        return out, next(r for r in json.load(f)["runs"] if r["id"] == "main|tied|seed=1")
+
+
+def test_reproduce_refuses_another_plans_run_under_the_same_id(tmp_path):
+    from research import reproduce as R
+    out, record = _committed_live_record(tmp_path)
+    record["config"]["max_iters"] = 300                            # the full plan's main|tied|seed=1
+    (out / "main__tied__seed=1.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match="was not made by the live plan"):
+        R.main("live", out=str(out), resume=True, log=quiet)
+
+
+def test_a_record_whose_id_was_edited_is_refused(tmp_path):
+    from research.records import load_runs
+    out, record = _committed_live_record(tmp_path)
+    record["id"] = "main|ortho|seed=1"                             # a tied run passed off as ortho's
+    (out / "main__ortho__seed=1.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="an edited record"):
+        load_runs(str(out))
+
+
+def test_a_reproduce_lock_that_is_a_link_is_one_line(tmp_path, monkeypatch, capsys):
+    from research import reproduce as R
+    monkeypatch.setattr(R, "check_corpus_for_comparison", lambda scale: None)
+    monkeypatch.setattr(R, "run_one", lambda *a, **k: pytest.fail("ran although its lock is a link"))
+    (tmp_path / "target").write_text("mine")
+    (tmp_path / ".main__tied__seed=1.json.lock").symlink_to(tmp_path / "target")
+    assert R._cli(["live", "--seeds=1", "--arms=tied", f"--out={tmp_path}"]) == 1
+    assert one_line(capsys.readouterr().err) and (tmp_path / "target").read_text() == "mine"
