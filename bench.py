@@ -109,7 +109,8 @@ def bench_against_baseline(c, rounds=3, log=print):
     memory is its own, and report the medians and the ratios: one sitting, one machine, one command."""
     import statistics
     import tempfile
-    base = dataclasses.replace(c, **NANOGPT, vocab_size=50304 if c.vocab_size == 50257 else c.vocab_size)
+    padded = 50304 if c.vocab == "full" and c.vocab_size == 50257 else c.vocab_size  # (corpus: n is the data's)
+    base = dataclasses.replace(c, **NANOGPT, vocab_size=padded)
     runs = {"this repo": (c, []), "nanoGPT-style": (base, [])}
     for r in range(rounds):
         for name, (cfg, results) in runs.items():
@@ -128,7 +129,7 @@ def bench_against_baseline(c, rounds=3, log=print):
     med = {name: {k: statistics.median(r[k] for r in results) for k in ("tokens_per_s", "ms_per_step", "peak_rss_mb")}
            for name, (_, results) in runs.items()}
     a, b = med["this repo"], med["nanoGPT-style"]
-    log(f"baseline flags: " + " ".join(f"--{k}={v}" for k, v in {**NANOGPT, "vocab_size": base.vocab_size}.items()))
+    log("baseline flags: " + " ".join(f"--{k}={v}" for k, v in {**NANOGPT, "vocab_size": base.vocab_size}.items()))
     log(f"medians of {rounds}: this repo {a['tokens_per_s']:,.0f} tokens/s, {a['peak_rss_mb']:,.0f} MB | nanoGPT-style "
         f"{b['tokens_per_s']:,.0f} tokens/s, {b['peak_rss_mb']:,.0f} MB | speed {a['tokens_per_s'] / b['tokens_per_s']:.2f}x, "
         f"memory {a['peak_rss_mb'] / b['peak_rss_mb']:.2f}x")

@@ -48,10 +48,10 @@ def check_out_folder(path, name="out_dir", base=None):
 
 
 def checkout_holding(folder):
-    """The nearest folder at or above `folder` that is a checkout of this project (it holds tiedgpt.py and rundir.py),
-    or None: this one or another clone, whose committed runs and lessons are never an output either."""
+    """The nearest folder at or above `folder` that is a checkout of this project (it holds tiedgpt.py, as every
+    version has), or None: this one or another clone, whose committed runs and lessons are never an output either."""
     while True:
-        if all(os.path.isfile(os.path.join(folder, f)) for f in ("tiedgpt.py", "rundir.py")):
+        if os.path.isfile(os.path.join(folder, "tiedgpt.py")):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:

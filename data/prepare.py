@@ -357,6 +357,10 @@ def main(argv):
         opts[key] = val
     try:
         prepare(opts["dataset"], opts["input"], float(opts["val_fraction"]))
+    except KeyboardInterrupt:  # Ctrl-C while tokenising or writing: each file is whole, the old one or the new
+        print("prepare.py: interrupted; run it again to finish (a half-prepared dataset is refused, never read)",
+              file=sys.stderr)
+        return 130
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as e:
         print(f"prepare.py: {e}", file=sys.stderr)
         return 2

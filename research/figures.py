@@ -197,3 +197,75 @@ def demo_figure(result):
     ax.legend(loc="best", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+# research/stepsize.py's figures (the step-size sweep: lesson 04, appendix B section 12)
+
+STEPSIZE_COLORS = dict(adamw="tab:blue", signum="tab:green", tiger="tab:orange")
+
+
+def stepsize_figure(tab, names, step_of):
+    """Two panels. Left: the gap at the last step (mean, 95% interval over seeds) against the per-entry step on the
+    embedding, one line per optimizer. Right: the same gaps against ortho's val loss at that step (how far training
+    got). Filled: trained; hollow: did not leave its start; x: diverged (drawn at 0). names: optimizer -> its name;
+    step_of(opt, lr): the (lowest, highest) per-entry step on the embedding. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for opt in STEPSIZE_COLORS:
+        rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt)
+        if not rows:
+            continue
+        col = STEPSIZE_COLORS[opt]
+        x = [math.sqrt(np.prod(step_of(opt, lr))) for lr, _ in rows]
+        ok = [(xi, c) for xi, (_, c) in zip(x, rows) if c["state"] != "diverged"]
+        if ok:
+            ax.plot([p for p, _ in ok], [c["mean"] for _, c in ok], color=col, lw=1.5, label=names[opt])
+            bx.plot([c["ortho_end"] for _, c in ok], [c["mean"] for _, c in ok], color=col, lw=1.0, alpha=0.6,
+                    label=names[opt])
+        for xi, (lr, c) in zip(x, rows):
+            if c["state"] == "diverged":
+                ax.plot([xi], [0], "x", color=col, ms=9, mew=2)
+                continue
+            face = col if c["state"] == "trained" else "white"
+            lo, hi = step_of(opt, lr)
+            ci = c["ci95"] or (c["mean"], c["mean"])
+            ax.errorbar([xi], [c["mean"]], yerr=[[c["mean"] - ci[0]], [ci[1] - c["mean"]]],
+                        xerr=[[xi - lo], [hi - xi]] if hi > lo else None, fmt="o", color=col, mfc=face, ms=6)
+            bx.errorbar([c["ortho_end"]], [c["mean"]], yerr=[[c["mean"] - ci[0]], [ci[1] - c["mean"]]],
+                        fmt="o", color=col, mfc=face, ms=6)
+    for a in (ax, bx):
+        a.axhline(0, color="black", lw=0.8)
+        a.set_ylabel("logn - ortho, val loss at step 100 (nats)")
+        a.legend(fontsize=9)
+    states = {c["state"] for c in tab.values()}
+    key = [k for s, k in (("trained", "filled: trained"), ("did not leave its start", "hollow: hardly moved"),
+                          ("diverged", "x: diverged")) if s in states]
+    ax.set(xscale="log", xlabel="step per entry on the embedding, after warmup (Tiger: logn's to ortho's rows)",
+           title="Above 0: logn slowest. " + "; ".join(key))
+    bx.set(xlabel="ortho's val loss at step 100 (lower: training got further)",
+           title="The same gaps against how far training got")
+    bx.invert_xaxis()
+    fig.tight_layout()
+    return fig
+
+
+def stepsize_curves_figure(tab, names):
+    """Descriptive (pre-registered): every cell's mean gap over steps 0-100 with its pointwise 95% interval, one panel
+    per optimizer, one line per lr (darker: larger), so that a crossing is seen. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(STEPSIZE_COLORS), figsize=(5 * len(STEPSIZE_COLORS), 3.8), sharey=True)
+    for ax, opt in zip(axes, STEPSIZE_COLORS):
+        rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
+        for k, (lr, c) in enumerate(rows):
+            cmap = plt.get_cmap({"adamw": "Blues", "signum": "Greens", "tiger": "Oranges"}[opt])
+            shade = cmap(0.35 + 0.6 * k / max(1, len(rows) - 1))
+            ax.plot(c["steps"], c["curve"], color=shade, lw=1.6, label=f"lr {lr:g}")
+            if all(c["curve_ci"]):
+                lo, hi = zip(*c["curve_ci"])
+                ax.fill_between(c["steps"], lo, hi, color=shade, alpha=0.15, lw=0)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set(title=f"{names[opt]}: logn - ortho over the steps", xlabel="step")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("val loss gap (nats)")
+    fig.tight_layout()
+    return fig

@@ -25,6 +25,7 @@ import torch
 import demo
 from files import set_aside
 from research import workers
+from research import figures
 from research.stats import interval
 from rundir import check_out_folder
 from tiedgpt import GPT
@@ -132,10 +133,16 @@ def load(folder=COMMITTED):
                     rec = json.load(f)
             except (OSError, ValueError) as e:
                 raise ValueError(f"{path} can't be read as JSON ({type(e).__name__})") from None
-            problem = workers.curve_problem(rec) or (None if isinstance(rec.get("config", {}).get("lr"), float)
-                                                     else "it has no config.lr")
+            problem = workers.curve_problem(rec) if isinstance(rec, dict) else "not a JSON object"
+            if not problem and not (isinstance(rec.get("config"), dict) and isinstance(rec["config"].get("lr"), float)
+                                    and isinstance(rec.get("optimizer"), str) and rec.get("arm") in demo.ARMS
+                                    and isinstance(rec.get("seed"), int)):
+                problem = "it lacks config.lr, optimizer, arm or seed"
             if problem:
                 raise ValueError(f"{path} is not a step-size run record: {problem}")
+            own = file_name(rec["optimizer"], lr_of(rec), rec["arm"], rec["seed"])
+            if name != own:  # a copy or a renamed file would count twice, or stand in for the run of that name
+                raise ValueError(f"{path} holds the run of {own}: a copied or renamed record; move it aside")
             out.append(rec)
     return out
 
@@ -161,6 +168,9 @@ def table(runs, seeds=None):
 def cell(arms, seeds):
     logn, ortho = ([arms[a][s] for s in seeds if s in arms[a]] for a in demo.ARMS)
     out = dict(seeds=[r["seed"] for r in logn], n=len(logn))
+    if len({tuple(r["steps"]) for r in logn + ortho}) > 1:
+        raise ValueError(f"the runs at {logn[0]['optimizer']} lr {lr_of(logn[0]):g} were measured at different "
+                         f"steps, so come from different settings: keep one setting's runs in the folder")
     if any(r.get("diverged") is not None or r["val"][-1] > r["val"][0] for r in logn + ortho):
         return dict(out, state="diverged", word=None)
     g = np.array([np.array(a["val"]) - np.array(b["val"]) for a, b in zip(logn, ortho)])
@@ -221,51 +231,14 @@ def per_entry_step(opt, lr, n):
 # ----------------------------------------------------------------------------------------------------
 # The figure and the report
 
-COLORS = dict(adamw="tab:blue", signum="tab:green", tiger="tab:orange")
-
-
 def figure(tab, n=11706):
-    """Two panels. Left: the gap at the last step (mean, 95% interval over seeds) against the per-entry step on the
-    embedding, one line per optimizer. Right: the same gaps against ortho's val loss at that step (how far training
-    got). Filled: trained; hollow: did not leave its start; x: diverged (drawn at 0). Returns the Figure."""
-    import matplotlib.pyplot as plt
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
-    for opt in COLORS:
-        rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt)
-        if not rows:
-            continue
-        col = COLORS[opt]
-        x = [math.sqrt(np.prod(per_entry_step(opt, lr, n))) for lr, _ in rows]
-        ok = [(xi, c) for xi, (_, c) in zip(x, rows) if c["state"] != "diverged"]
-        if ok:
-            ax.plot([p for p, _ in ok], [c["mean"] for _, c in ok], color=col, lw=1.5, label=NAMES[opt])
-            bx.plot([c["ortho_end"] for _, c in ok], [c["mean"] for _, c in ok], color=col, lw=1.0, alpha=0.6,
-                    label=NAMES[opt])
-        for xi, (lr, c) in zip(x, rows):
-            if c["state"] == "diverged":
-                ax.plot([xi], [0], "x", color=col, ms=9, mew=2)
-                continue
-            face = col if c["state"] == "trained" else "white"
-            lo, hi = per_entry_step(opt, lr, n)
-            ci = c["ci95"] or (c["mean"], c["mean"])
-            ax.errorbar([xi], [c["mean"]], yerr=[[c["mean"] - ci[0]], [ci[1] - c["mean"]]],
-                        xerr=[[xi - lo], [hi - xi]] if hi > lo else None, fmt="o", color=col, mfc=face, ms=6)
-            bx.errorbar([c["ortho_end"]], [c["mean"]], yerr=[[c["mean"] - ci[0]], [ci[1] - c["mean"]]],
-                        fmt="o", color=col, mfc=face, ms=6)
-    for a in (ax, bx):
-        a.axhline(0, color="black", lw=0.8)
-        a.set_ylabel("logn - ortho, val loss at step 100 (nats)")
-        a.legend(fontsize=9)
-    states = {c["state"] for c in tab.values()}
-    key = [k for s, k in (("trained", "filled: trained"), ("did not leave its start", "hollow: hardly moved"),
-                          ("diverged", "x: diverged")) if s in states]
-    ax.set(xscale="log", xlabel="step per entry on the embedding, after warmup (Tiger: logn's to ortho's rows)",
-           title="Above 0: logn slowest. " + "; ".join(key))
-    bx.set(xlabel="ortho's val loss at step 100 (lower: training got further)",
-           title="The same gaps against how far training got")
-    bx.invert_xaxis()
-    fig.tight_layout()
-    return fig
+    """The sweep's verdicts against the step's size (research/figures.py draws it; n: the vocabulary, for the step)."""
+    return figures.stepsize_figure(tab, NAMES, lambda opt, lr: per_entry_step(opt, lr, n))
+
+
+def curves_figure(tab):
+    """The mean gap logn - ortho over the steps, one panel per optimizer, one line per lr (research/figures.py)."""
+    return figures.stepsize_curves_figure(tab, NAMES)
 
 
 def cell_line(opt, lr, c):
@@ -295,28 +268,6 @@ def report_lines(tab, runs):
         ci = f"[{t['ci95'][0]:+.2f}, {t['ci95'][1]:+.2f}]" if t["ci95"] else "(one seed)"
         lines.append(f"  Signum - AdamW at step {lr:g}: {t['mean']:+.2f} {ci}")
     return lines
-
-
-def curves_figure(tab):
-    """Descriptive (pre-registered): every cell's mean gap over steps 0-100 with its pointwise 95% interval, one panel
-    per optimizer, one line per lr (darker: larger), so that a crossing is seen. Returns the Figure."""
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(COLORS), figsize=(5 * len(COLORS), 3.8), sharey=True)
-    for ax, opt in zip(axes, COLORS):
-        rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
-        for k, (lr, c) in enumerate(rows):
-            cmap = plt.get_cmap({"adamw": "Blues", "signum": "Greens", "tiger": "Oranges"}[opt])
-            shade = cmap(0.35 + 0.6 * k / max(1, len(rows) - 1))
-            ax.plot(c["steps"], c["curve"], color=shade, lw=1.6, label=f"lr {lr:g}")
-            if all(c["curve_ci"]):
-                lo, hi = zip(*c["curve_ci"])
-                ax.fill_between(c["steps"], lo, hi, color=shade, alpha=0.15, lw=0)
-        ax.axhline(0, color="black", lw=0.8)
-        ax.set(title=f"{NAMES[opt]}: logn - ortho over the steps", xlabel="step")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("val loss gap (nats)")
-    fig.tight_layout()
-    return fig
 
 
 def moved_lines(runs):
@@ -407,32 +358,41 @@ def main(argv):
             runs = load(s.runs)
             if not runs:
                 raise ValueError(f"no run records in {s.runs}")
+            lines = report_lines(table(runs), runs)
         except ValueError as e:
             print(f"stepsize: {e}", file=sys.stderr)
             return 2
-        print("\n".join(report_lines(table(runs), runs)))
+        print("\n".join(lines))
         return 0
     try:
         seeds = demo.seeds_of(s.seeds)
-        runs_dir = os.path.join(check_out_folder(s.out, "--out", base=ROOT), "runs")
+        if not seeds or set(seeds) - set(SEEDS) or s.workers < 1:  # a typo would otherwise make nothing and exit 0
+            raise ValueError(f"--seeds must be some of the pre-registered {','.join(map(str, SEEDS))} (got "
+                             f"{s.seeds!r}) and --workers at least 1 (got {s.workers})")
+        out = check_out_folder(s.out, "--out", base=ROOT)
+        runs_dir = check_out_folder(os.path.join(out, "runs"), "--out's runs/")  # runs/ may be a link: checked too
         os.makedirs(runs_dir, exist_ok=True)
     except (ValueError, OSError) as e:
-        print(f"stepsize: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        print(f"stepsize: {e.filename or s.out}: {e.strerror}" if isinstance(e, OSError) else f"stepsize: {e}",
+              file=sys.stderr)
         return 2
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
     todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again ...
-    for p, _ in todo:
-        if os.path.lexists(p):  # ... and the damaged one is kept beside it, not written over
-            print(f"stepsize: {p} is not a finished run of its config: kept as *{set_aside(p)}")
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
-    bar = tqdm(total=sum(c.max_iters for _, c in todo), unit="step", disable=True)
     try:
-        workers.run_all(todo, s.workers, 1, bar, print, run=run_one)
+        for p, _ in todo:
+            if os.path.lexists(p):  # ... and the damaged one is kept beside it, not written over
+                print(f"stepsize: {p} is not a finished run of its config: kept as *{set_aside(p)}")
+        workers.run_all(todo, s.workers, 1, tqdm(total=1, disable=True), print, run=run_one)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every finished run is on disk already
         print(f"stepsize: stopped; the finished runs are kept in {runs_dir}, and the same command makes the rest",
               file=sys.stderr)
         return 130
+    except OSError as e:  # a read-only or full disk: the runs finished so far are on disk
+        print(f"stepsize: can't write {e.filename or runs_dir}: {e.strerror or e} (finished runs are kept)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

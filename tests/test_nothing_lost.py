@@ -625,8 +625,7 @@ def test_an_output_folder_inside_another_checkouts_own_files_is_refused(tmp_path
     other = tmp_path / "tiedgpt-copy"
     (other / "research" / "runs").mkdir(parents=True)
     (other / "lessons" / "data").mkdir(parents=True)
-    for f in ("tiedgpt.py", "rundir.py"):
-        (other / f).write_text("# a checkout\n")
+    (other / "tiedgpt.py").write_text("# a checkout, of any version\n")
     (other / "research" / "runs" / "demo.json").write_text("committed")
     assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={other / inside}"], log=quiet) == 2
     err = capsys.readouterr().err
@@ -731,3 +730,78 @@ def test_a_reproduce_lock_that_is_a_link_is_one_line(tmp_path, monkeypatch, caps
     (tmp_path / ".main__tied__seed=1.json.lock").symlink_to(tmp_path / "target")
     assert R._cli(["live", "--seeds=1", "--arms=tied", f"--out={tmp_path}"]) == 1
     assert one_line(capsys.readouterr().err) and (tmp_path / "target").read_text() == "mine"
+
+
+def _stepsize_runs(tmp_path):
+    from research import stepsize as Z
+    runs = tmp_path / "s"
+    runs.mkdir()
+    for f in sorted(os.listdir(Z.COMMITTED)):
+        if f.startswith("tiger_lr=0.01__") or f.startswith("tiger_lr=0.003__"):
+            (runs / f).write_text(open(os.path.join(Z.COMMITTED, f)).read())
+    return Z, runs
+
+
+def test_the_sweep_report_refuses_a_stray_record_standing_in_for_a_run(tmp_path, capsys):
+    Z, runs = _stepsize_runs(tmp_path)
+    record = json.loads((runs / "tiger_lr=0.01__ortho__seed=3.json").read_text())
+    record["config"]["lr"] = 0.003                                 # a backup of another cell's run, renamed
+    (runs / "zzz_backup_of_old_run.json").write_text(json.dumps(record))
+    assert Z.main(["--report=true", f"--runs={runs}"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "zzz_backup_of_old_run.json" in err and "copied or renamed" in err
+
+
+@pytest.mark.parametrize("damage", [lambda r: r.update(config=None), lambda r: r.pop("optimizer"),
+                                    lambda r: r.update(steps=r["steps"][:-1], val=r["val"][:-1])])
+def test_a_malformed_sweep_record_is_one_line_in_the_report(tmp_path, capsys, damage):
+    Z, runs = _stepsize_runs(tmp_path)
+    path = runs / "tiger_lr=0.01__logn__seed=2.json"
+    record = json.loads(path.read_text())
+    damage(record)
+    path.write_text(json.dumps(record))
+    assert Z.main(["--report=true", f"--runs={runs}"]) == 2
+    assert one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("flags", [["--seeds=9"], ["--seeds=6,7"], ["--workers=-3"]])
+def test_the_sweep_refuses_seeds_it_does_not_have_instead_of_making_nothing(tmp_path, capsys, flags):
+    from research import stepsize as Z
+    assert Z.main([*flags, f"--out={tmp_path}"]) == 2
+    assert one_line(capsys.readouterr().err) and not (tmp_path / "runs").exists()
+
+
+def test_the_sweeps_runs_folder_linked_into_the_repository_is_refused(tmp_path, capsys):
+    from research import stepsize as Z
+    (tmp_path / "runs").symlink_to(os.path.join(ROOT, "research", "runs", "stepsize"))
+    before = sorted(os.listdir(os.path.join(ROOT, "research", "runs", "stepsize")))
+    assert Z.main(["--seeds=1", f"--out={tmp_path}"]) == 2
+    assert one_line(capsys.readouterr().err)
+    assert sorted(os.listdir(os.path.join(ROOT, "research", "runs", "stepsize"))) == before
+
+
+def test_bench_against_the_baseline_works_with_the_corpus_vocabulary(monkeypatch):
+    """The baseline pads n to 50304 as nanoGPT does, but only the full vocabulary: with vocab=corpus, n is the data's
+    (the flag would be refused). Each timed process is faked here: it reports made-up timings."""
+    import bench
+    asked = []
+
+    def fake(argv, env, **kw):
+        asked.append(argv)
+        with open(env["TIEDGPT_BENCH_JSON"], "w") as f:
+            json.dump(dict(tokens_per_s=1.0, ms_per_step=1.0, peak_rss_mb=1.0), f)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+    monkeypatch.setattr(bench.subprocess, "run", fake)
+    bench.bench_against_baseline(config(vocab="corpus"), rounds=1, log=quiet)
+    bench.bench_against_baseline(config(), rounds=1, log=quiet)
+    assert not any(a.startswith("--vocab_size") for a in asked[1]) and "--vocab_size=50304" in asked[3]
+
+
+def test_ctrl_c_while_prepare_tokenises_is_one_line(monkeypatch, capsys):
+    import data.prepare as P
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt                                    # what Ctrl-C raises mid-tokenising
+    monkeypatch.setattr(P, "prepare", interrupted)
+    assert P.main(["--dataset=pydoc_topics"]) == 130
+    assert one_line(capsys.readouterr().err)

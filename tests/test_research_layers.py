@@ -25,7 +25,7 @@ LAYERS = {
     "figures": {"stats", "records"},
     "reproduce": {"stats", "records", "plans"},
     "workers": {"records"},
-    "stepsize": {"stats", "records", "workers"},
+    "stepsize": {"stats", "records", "workers", "figures"},
 }
 ENTRY_POINTS = {"reproduce", "budget"}  # run with python -m research.NAME
 
