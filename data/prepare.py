@@ -277,10 +277,10 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
         if dataset == "shakespeare" and input is None and meta["corpus"] != "shakespeare":
             log(f"{d} holds the {meta['corpus']} fallback, not Shakespeare: trying Shakespeare again")
             return prepare(dataset, input, log=log)
-        if os.path.exists(source) and meta["sha256"] != _source_sha256(source):
+        if os.path.isfile(source) and meta["sha256"] != _source_sha256(source):  # (a folder there is no text)
             log(f"{source} changed since {d} was prepared: preparing it again")
             return prepare(dataset, input, log=log)
-        if "train_sha256" not in meta and (os.path.exists(source) or name == "pydoc_topics"):
+        if "train_sha256" not in meta and (os.path.isfile(source) or name == "pydoc_topics"):
             log(f"{d} was prepared before token files were hashed: preparing it again")
             return prepare(dataset, input, log=log)
         check_prepared(name, meta)

@@ -805,3 +805,15 @@ def test_ctrl_c_while_prepare_tokenises_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(P, "prepare", interrupted)
     assert P.main(["--dataset=pydoc_topics"]) == 130
     assert one_line(capsys.readouterr().err)
+
+
+@pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
+def test_an_input_txt_that_became_a_folder_leaves_the_prepared_data_in_use(tmp_path, monkeypatch):
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    (tmp_path / "shakespeare").mkdir()
+    (tmp_path / "shakespeare" / "input.txt").write_text("Words of my own, prepared once. " * 40)
+    made = P.prepare("shakespeare", log=quiet)
+    (tmp_path / "shakespeare" / "input.txt").unlink()
+    (tmp_path / "shakespeare" / "input.txt").mkdir()
+    assert P.ensure_prepared("shakespeare", log=quiet) == made
