@@ -129,22 +129,26 @@ def claim_out_dir(c):
 
 
 def not_a_runs(path):
-    """True if `path` is a readable file that no run wrote: a config.json without the run's config, a metrics.jsonl
-    whose first line is not a row of steps. (A file that can't be read is left to the checks that open it.)"""
-    try:
-        with open(path) as f:
-            text = f.read() if path.endswith(".json") else f.readline()
-    except (OSError, UnicodeDecodeError):
+    """True if `path` is a file that no run wrote, judged by what a run writes there: a config.json holding the run's
+    config ({"config": {...}, "dataset": ...}; older versions: the flat config, with head, n_embd and out_dir), a
+    metrics.jsonl whose first line is a row ({"step": ..., with tokens, a loss or the lr}) or such a row cut by a kill.
+    Empty: a run stopped before its first row. A folder is left to the checks that open it."""
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
         return False
-    if not text.strip() or not text.endswith("\n") and not path.endswith(".json"):
-        return False  # empty, or a first row cut by a kill: a run stopped before or while writing it
     try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read() if path.endswith(".json") else f.readline()
         got = json.loads(text)
-    except ValueError:
+    except (OSError, UnicodeDecodeError):
+        return True  # unreadable or not text: no run wrote it
+    except ValueError:  # not JSON: a run's first row cut by a kill starts as every row does
+        return path.endswith(".json") or not (text.startswith('{"step": ') and not text.endswith("\n"))
+    if not isinstance(got, dict):
         return True
-    if path.endswith(".json"):  # a run's config.json: {"config": {...}, ...} (older versions: the flat config)
-        return not isinstance(got, dict) or not (isinstance(got.get("config"), dict) or "n_embd" in got)
-    return not isinstance(got, dict) or not isinstance(got.get("step"), int)
+    if path.endswith(".json"):
+        flat = {"head", "n_embd", "out_dir"} <= set(got)
+        return not ((isinstance(got.get("config"), dict) and "dataset" in got) or flat)
+    return not (isinstance(got.get("step"), int) and {"tokens", "train_loss", "val_loss", "lr"} & set(got))
 
 
 def remove_run_files(folder):

@@ -817,3 +817,28 @@ def test_an_input_txt_that_became_a_folder_leaves_the_prepared_data_in_use(tmp_p
     (tmp_path / "shakespeare" / "input.txt").unlink()
     (tmp_path / "shakespeare" / "input.txt").mkdir()
     assert P.ensure_prepared("shakespeare", log=quiet) == made
+
+
+# --- a sixth adversarial pass (on c467fc9) --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, content", [
+    ("config.json", b'{\n  "model_type": "gpt2",\n  "n_embd": 768\n}\n'),   # a Hugging Face model's config
+    ("config.json", b"\xff\xfebinary"),                                      # not text at all
+    ("metrics.jsonl", b"my notes: lr 3e-4 was best"),                        # one line, no newline at its end
+    ("metrics.jsonl", b"\n# my log\n"),                                      # a blank first line
+    ("metrics.jsonl", b'{"step": 1, "my_loss": 3.2}\n'),                     # another tool's rows
+])
+def test_a_users_file_under_a_run_files_name_survives_overwrite(data_dir, tmp_path, name, content):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(TrainingError, match=f"not a tiedgpt run's {name}"):
+        tiny_run(tmp_path, 1, overwrite=True)
+    assert (tmp_path / name).read_bytes() == content
+
+
+def test_what_runs_wrote_is_still_theirs(tmp_path):
+    import rundir
+    for name, text in (("config.json", '{"head": "tied", "n_embd": 32, "out_dir": "out/tied"}'),  # an older run's
+                       ("metrics.jsonl", '{"step": 0, "val_loss": 9.3, "tokens": 64}\n{"step": 1, "tok'),
+                       ("metrics.jsonl", '{"step": 0, "train_lo')):                            # cut by a kill
+        (tmp_path / name).write_text(text)
+        assert not rundir.not_a_runs(str(tmp_path / name)), text
