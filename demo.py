@@ -17,6 +17,8 @@ says how it was chosen. Results go to --out (default out/demo/): runs/ (one JSON
 reuses them, so Ctrl-C loses nothing finished), demo.json and demo.png (the loss curves beside the gap).
 """
 
+import hashlib
+import io
 import json
 import math
 import os
@@ -166,15 +168,25 @@ def run_config(s, opt, arm, seed, dataset, device):
 
 def set_aside_other_result(out, settings, log):
     """A demo.json in `out` made with other settings, and its demo.png, are kept beside them with one suffix, not
-    overwritten (their runs stay too); so is a demo.png without a demo.json beside it (a file of the user's)."""
+    overwritten (their runs stay too); so is a demo.png that is not the one its demo.json recorded (png_sha256; older
+    results: not a PNG), or that has no demo.json beside it: a file of the user's."""
     path, png = os.path.join(out, "demo.json"), os.path.join(out, "demo.png")
     try:
-        same = load_result(path)["settings"] == settings
+        old = load_result(path)
+        same = old["settings"] == settings
     except ValueError:
-        same = not os.path.lexists(path) and not os.path.lexists(png)
+        old, same = None, not os.path.lexists(path) and not os.path.lexists(png)
     if not same:
         suffix = set_aside(path, png)
         log(f"{out} held demo.json or demo.png of other settings (or damaged, or not the demo's): kept as *{suffix}")
+    elif old and os.path.lexists(png) and not ours(png, old["run"].get("png_sha256")):
+        log(f"{png} is not the figure its demo.json recorded: kept as *{set_aside(png)}")
+
+
+def ours(png, sha256):
+    with open(png, "rb") as f:
+        data = f.read()
+    return hashlib.sha256(data).hexdigest() == sha256 if sha256 else data.startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def run_path(runs_dir, config):
@@ -400,15 +412,17 @@ def _main(argv, log):
     result = summarise(s, made, dataset, time.time() - t0, reused, device_kind, workers, threads)
     # how busy the machine was (1-minute load average, at the start and the end): a wall time means little without it
     result["run"].update(loadavg_start=load0, loadavg_end=loadavg())
-    set_aside_other_result(out, result["settings"], log)
-    records.write_atomic(os.path.join(out, "demo.json"), result)
     import matplotlib
     if not in_notebook():
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig = figure(result)
-    write_file(os.path.join(out, "demo.png"), lambda f: fig.savefig(f, format="png", dpi=120), "wb")  # (no link)
-    plt.close(fig)  # written: free it (a notebook shows the figure from demo.figure, not from here)
+    fig, png = figure(result), io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
+    plt.close(fig)  # drawn: free it (a notebook shows the figure from demo.figure, not from here)
+    result["run"]["png_sha256"] = hashlib.sha256(png.getvalue()).hexdigest()  # which demo.png is this result's
+    set_aside_other_result(out, result["settings"], log)
+    records.write_atomic(os.path.join(out, "demo.json"), result)
+    write_file(os.path.join(out, "demo.png"), lambda f: f.write(png.getvalue()), "wb")  # (never through a link)
     log(f"wall time {result['run']['wall_s']:.0f} s ({reused} of {len(configs)} runs reused); wrote "
         f"{os.path.relpath(os.path.join(out, 'demo.json'), ROOT)} and demo.png")
     for line in verdict_lines(result):

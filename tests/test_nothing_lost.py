@@ -842,3 +842,14 @@ def test_what_runs_wrote_is_still_theirs(tmp_path):
                        ("metrics.jsonl", '{"step": 0, "train_lo')):                            # cut by a kill
         (tmp_path / name).write_text(text)
         assert not rundir.not_a_runs(str(tmp_path / name)), text
+
+
+def test_the_demo_keeps_a_demo_png_that_is_not_the_figure_its_result_recorded(tiny_data, tmp_path):
+    import demo as D
+    args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
+    assert D.main(args, log=quiet) == 0
+    (tmp_path / "demo.png").write_text("my photo")                  # beside a demo.json of the same settings
+    assert D.main(args, log=quiet) == 0
+    (kept,) = tmp_path.glob("demo.png.set-aside-*")
+    assert kept.read_text() == "my photo" and (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")
+    assert D.main(args, log=quiet) == 0 and len(list(tmp_path.glob("demo.png.set-aside-*"))) == 1  # its own: redrawn
