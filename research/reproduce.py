@@ -336,8 +336,8 @@ def check_made_by_plan(scale, runs, out):
     have = {r["id"]: r.get("config") or {} for r in runs}
     for group, arm, overrides in plan(scale, runs):
         made = have.get(run_id(group, arm, overrides["seed"]))
-        differ = [f"{k} {made[k]!r} (the plan: {v!r})" for k, v in overrides.items() if made is not None
-                  and k in made and k not in ("emb_std", "dataset", "vocab_size") and made[k] != v]
+        differ = [f"{k} {made.get(k, 'missing')!r} (the plan: {v!r})" for k, v in overrides.items()
+                  if made is not None and k not in ("emb_std", "dataset", "vocab_size") and made.get(k, made) != v]
         if differ:  # (emb_std: logn's is computed from n; dataset and n: check_corpus_for_comparison's)
             raise SystemExit(f"reproduce.py: {os.path.join(out, file_name(run_id(group, arm, overrides['seed'])))} "
                              f"was not made by the {scale} plan ({', '.join(differ[:3])}): give another --out")

@@ -119,7 +119,7 @@ def finished(path, config):
 # ----------------------------------------------------------------------------------------------------
 # The analysis (research/preregistrations/stepsize.md, "The statistics and the verdict rules")
 
-def load(folder=COMMITTED):
+def load(folder=COMMITTED, dataset="shakespeare"):
     """Every run record in `folder` (one JSON file each), each checked (workers.curve_problem); ValueError, one line,
     naming a file that is not a run record."""
     if not os.path.isdir(folder):
@@ -143,6 +143,9 @@ def load(folder=COMMITTED):
             own = file_name(rec["optimizer"], lr_of(rec), rec["arm"], rec["seed"])
             if name != own:  # a copy or a renamed file would count twice, or stand in for the run of that name
                 raise ValueError(f"{path} holds the run of {own}: a copied or renamed record; move it aside")
+            if not finished(path, run_config(rec["optimizer"], lr_of(rec), rec["arm"], rec["seed"], dataset)):
+                raise ValueError(f"{path} was not made with the sweep's settings (d, steps, batch...): the verdicts "
+                                 f"are read at its step 100; keep only the sweep's runs in the folder")
             out.append(rec)
     return out
 

@@ -853,3 +853,23 @@ def test_the_demo_keeps_a_demo_png_that_is_not_the_figure_its_result_recorded(ti
     (kept,) = tmp_path.glob("demo.png.set-aside-*")
     assert kept.read_text() == "my photo" and (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")
     assert D.main(args, log=quiet) == 0 and len(list(tmp_path.glob("demo.png.set-aside-*"))) == 1  # its own: redrawn
+
+
+def test_reproduce_refuses_a_record_whose_config_was_emptied(tmp_path):
+    from research import reproduce as R
+    out, record = _committed_live_record(tmp_path)
+    record["config"] = {}                                          # nothing left to differ: not the plan's either
+    (out / "main__tied__seed=1.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match="was not made by the live plan"):
+        R.main("live", out=str(out), resume=True, log=quiet)
+
+
+def test_the_sweep_report_refuses_runs_made_with_other_settings(tmp_path, capsys):
+    Z, runs = _stepsize_runs(tmp_path)
+    path = runs / "tiger_lr=0.01__logn__seed=2.json"
+    record = json.loads(path.read_text())
+    record["config"]["n_embd"] = 16                                # a smaller run, read as if at the sweep's d
+    path.write_text(json.dumps(record))
+    assert Z.main(["--report=true", f"--runs={runs}"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "sweep's settings" in err

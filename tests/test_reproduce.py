@@ -22,7 +22,7 @@ from research import stats as S
 
 def fake_run(group, arm, overrides, log=print, ckpt_dir=None):
     return dict(id=R.run_id(group, arm, overrides["seed"]), group=group, arm=arm, head=overrides["head"],
-                seed=overrides["seed"], wall_s=0.0, threads=1, best_val=5.0, last_val=5.1,
+                seed=overrides["seed"], wall_s=0.0, threads=1, best_val=5.0, last_val=5.1, config=dict(overrides),
                 history=[dict(step=0, val_loss=9.0), dict(step=10, val_loss=5.1 + 0.001 * overrides["seed"])])
 
 
