@@ -246,6 +246,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
         raise SystemExit(f"reproduce.py: {out} already holds {len(runs)} runs; add --resume=true to continue "
                          f"them, or give a new --out=DIR")
     check_made_by_plan(scale, runs, out)
+    check_one_text(scale, runs, out)
     names = plan_names(scale, runs)
     for flag, given in (("groups", groups), ("arms", arms), ("seeds", seeds)):
         unknown = [x for x in given or () if x not in names[flag]]
@@ -341,6 +342,17 @@ def check_made_by_plan(scale, runs, out):
         if differ:  # (emb_std: logn's is computed from n; dataset and n: check_corpus_for_comparison's)
             raise SystemExit(f"reproduce.py: {os.path.join(out, file_name(run_id(group, arm, overrides['seed'])))} "
                              f"was not made by the {scale} plan ({', '.join(differ[:3])}): give another --out")
+
+
+def check_one_text(scale, runs, out):
+    """Refuse (one line) to add runs to a folder whose runs were made on another text than the one prepared now (the
+    corpus was changed in between): one folder, one text. Records without the text's sha256 can't say: not checked."""
+    shas = {r["corpus"].get("sha256") for r in runs if isinstance(r.get("corpus"), dict)} - {None}
+    if shas:
+        meta = load_data(config_for(plan(scale, runs)[0][2]), log=lambda *a: None)[1]
+        if shas != {meta["sha256"]}:
+            raise SystemExit(f"reproduce.py: {out} holds runs made on another text than data/{meta['dataset']}'s "
+                             f"now (sha256 {meta['sha256'][:12]}...): give another --out")
 
 
 def _cli(argv):

@@ -103,7 +103,7 @@ def run_one(config, on_step=lambda step: None):
         val = [(r["step"], r["val_subset_loss"]) for r in e.history if r.get("val_subset_loss") is not None]
         rec = dict(optimizer=config.optimizer, arm=config.head, seed=config.seed, config=dataclasses.asdict(config),
                    key=workers.config_key(config), steps=[s for s, _ in val], val=[v for _, v in val], diverged=e.step,
-                   finished=time.strftime("%Y-%m-%d %H:%M:%S"))
+                   finished=time.strftime("%Y-%m-%d %H:%M:%S"), text_sha256=workers.text_sha256(config))
     return rec
 
 

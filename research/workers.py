@@ -54,7 +54,17 @@ def run_one(config, on_step=lambda step: None, probes=(), keep=()):
                 stat_steps=[r["step"] for r in rows], emb_rms=[r["emb_rms"] for r in rows],
                 lnf_gain=[r["lnf_gain"] for r in rows], train_loss=[r["train_loss"] for r in rows],
                 **{k: [r[k] for r in rows] for k in keep}, wall_s=time.time() - t0, threads=torch.get_num_threads(),
-                finished=time.strftime("%Y-%m-%d %H:%M:%S"))
+                finished=time.strftime("%Y-%m-%d %H:%M:%S"), text_sha256=text_sha256(config))
+
+
+def text_sha256(config):
+    """The sha256 of the text config's dataset was prepared from (its meta.json), or None where it is not prepared:
+    a finished run is reused only on the text it was trained on (record_of)."""
+    from data.prepare import load_meta
+    try:
+        return load_meta(config.dataset)["sha256"]
+    except (ValueError, OSError):
+        return None
 
 
 def measured_steps(config):
@@ -91,7 +101,8 @@ def record_of(path, config):
     except (OSError, ValueError):
         return None
     same = isinstance(rec, dict) and rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
-    return rec if same else None
+    # and made on the text there now (records made before runs kept it can't say: taken as they are)
+    return rec if same and ("text_sha256" not in rec or rec["text_sha256"] == text_sha256(config)) else None
 
 
 def finished_run(path, config):

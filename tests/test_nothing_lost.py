@@ -873,3 +873,30 @@ def test_the_sweep_report_refuses_runs_made_with_other_settings(tmp_path, capsys
     assert Z.main(["--report=true", f"--runs={runs}"]) == 2
     err = capsys.readouterr().err
     assert one_line(err) and "sweep's settings" in err
+
+
+# --- runs are reused only on the text they were trained on (the sixth pass's DS2, DS3, S3, P15r) ---------------------------
+
+def test_the_demo_makes_its_runs_again_after_the_text_changed(tiny_data, tmp_path):
+    import data.prepare as P
+    import demo as D
+    args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
+    assert D.main(args, log=quiet) == 0
+    meta_path = os.path.join(P.dataset_dir("pydoc_topics"), "meta.json")
+    meta = json.loads(open(meta_path).read())
+    meta["sha256"] = "0" * 64                                      # as if prepared again from another text
+    open(meta_path, "w").write(json.dumps(meta))
+    said = []
+    assert D.main(args, log=said.append) == 0
+    assert not any("reused" in s for s in said[:3]) and list((tmp_path / "runs").glob("*.set-aside-*"))
+    assert all(json.loads(p.read_text())["text_sha256"] == "0" * 64 for p in (tmp_path / "runs").glob("*.json"))
+
+
+@pytest.mark.corpus  # (the default corpus is prepared to say what text is there now)
+def test_reproduce_refuses_to_add_runs_on_another_text_to_a_folder(tmp_path):
+    from research import reproduce as R
+    out, record = _committed_live_record(tmp_path)
+    record["corpus"] = dict(record.get("corpus") or {}, sha256="0" * 64)   # made on a text that is not there now
+    (out / "main__tied__seed=1.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match="another text"):
+        R.main("live", out=str(out), resume=True, log=quiet)
