@@ -150,7 +150,8 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         raise ValueError(f"corpus {source} has only {len(ids)} tokens; need at least 100")
     split = int(len(ids) * (1 - val_fraction))
     out = dataset_dir(dataset)
-    before = own_files(dataset)  # the folder's earlier preparation, or None; files it did not make are refused
+    parts = {"train.bin": ids[:split].tobytes(), "val.bin": ids[split:].tobytes()}
+    before = own_files(dataset, parts)  # the folder's earlier preparation, or None; files it did not make are refused
     os.makedirs(out, exist_ok=True)
     for name, part in (("train", ids[:split]), ("val", ids[split:])):
         _atomic_write(os.path.join(out, f"{name}.bin"), part.tobytes())
@@ -176,22 +177,31 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
     return meta
 
 
-def own_files(dataset):
+def own_files(dataset, parts=None):
     """The meta.json of data/<dataset> if the folder holds prepare.py's own files (None if it holds none of them), or
     a one-line ValueError: prepare replaces train.bin, val.bin and meta.json only where its own meta.json vouches for
-    them, so a user's files (a folder linked here, say) are never written over."""
+    them, so a user's files (a folder linked here, say) are never written over. Token files that already hold the
+    bytes `parts` would write (a first prepare interrupted before its meta.json) lose nothing: they count as none."""
     d = dataset_dir(dataset)
     present = [f for f in ("train.bin", "val.bin", "meta.json") if os.path.lexists(os.path.join(d, f))]
     for f in present:
         if os.path.isdir(os.path.join(d, f)):
             raise ValueError(f"{os.path.join(d, f)} is a folder, not prepare.py's {f}: move it away and run again")
-    if not present:
+    if not present or parts and all(f in parts and _same_bytes(os.path.join(d, f), parts[f]) for f in present):
         return None
     try:
         return load_meta(dataset)
     except (ValueError, OSError):
         raise ValueError(f"{d} holds {', '.join(present)} not made by prepare.py (no meta.json of its own vouches "
                          f"for them): move them away, or delete them if prepare.py made them, and run again") from None
+
+
+def _same_bytes(path, data):
+    try:
+        with open(path, "rb") as f:
+            return os.fstat(f.fileno()).st_size == len(data) and f.read() == data
+    except OSError:  # a dangling link, say: not these bytes
+        return False
 
 
 def _atomic_write(path, data):

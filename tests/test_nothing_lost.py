@@ -900,3 +900,21 @@ def test_reproduce_refuses_to_add_runs_on_another_text_to_a_folder(tmp_path):
     (out / "main__tied__seed=1.json").write_text(json.dumps(record))
     with pytest.raises(SystemExit, match="another text"):
         R.main("live", out=str(out), resume=True, log=quiet)
+
+
+@pytest.mark.parametrize("left", [("train.bin", "val.bin"), ("train.bin",)])
+def test_a_first_prepare_interrupted_before_its_meta_json_finishes_when_run_again(tmp_path, monkeypatch, left):
+    """The tokens it had written are the very bytes the rerun writes: replacing them loses nothing."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    text = tmp_path / "book.txt"
+    text.write_text("A book of my own, prepared in two tries. " * 40)
+    d = tmp_path / "data" / P.input_name(text)
+    P.prepare(input=str(text), log=quiet)
+    for f in {"meta.json", "train.bin", "val.bin"} - set(left):
+        (d / f).unlink()                                           # what a Ctrl-C before meta.json leaves
+    assert P.prepare(input=str(text), log=quiet)["dataset"] == P.input_name(text)
+    (d / "meta.json").unlink()
+    (d / "train.bin").write_bytes(b"tokens of my own")             # other bytes: still refused
+    with pytest.raises(ValueError, match="not made by prepare.py"):
+        P.prepare(input=str(text), log=quiet)
