@@ -65,6 +65,15 @@ def test_a_fresh_run_refuses_a_folder_holding_an_earlier_runs_metrics_or_config(
         tiny_run(tmp_path, 10)
 
 
+def made_up_shakespeare(tmp_path, monkeypatch, text):
+    """data/shakespeare/input.txt holding `text`, in a temp data folder (the tests' stand-in for a replaced corpus)."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    (tmp_path / "shakespeare").mkdir()
+    (tmp_path / "shakespeare" / "input.txt").write_text(text)
+    return P, tmp_path / "shakespeare"
+
+
 # --- the data are the data that were prepared ----------------------------------------------------------------------
 
 def test_a_token_file_corrupted_in_place_is_refused_not_trained_on(data_dir, tmp_path):
@@ -86,11 +95,7 @@ def test_a_token_file_corrupted_in_place_is_refused_not_trained_on(data_dir, tmp
 
 @pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
 def test_the_fix_for_a_damaged_meta_json_never_deletes_the_source_text(tmp_path, monkeypatch):
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
-    d = tmp_path / "shakespeare"
-    d.mkdir()
-    (d / "input.txt").write_text("To be, or not to be: that is the question. " * 40)
+    P, d = made_up_shakespeare(tmp_path, monkeypatch, "To be, or not to be: that is the question. " * 40)
     P.prepare("shakespeare", log=quiet)
     (d / "meta.json").write_text("{broken")
     with pytest.raises(ValueError) as e:
@@ -101,10 +106,7 @@ def test_the_fix_for_a_damaged_meta_json_never_deletes_the_source_text(tmp_path,
 
 @pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
 def test_a_replaced_input_txt_is_not_recorded_as_tiny_shakespeares_download(tmp_path, monkeypatch):
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
-    (tmp_path / "shakespeare").mkdir()
-    (tmp_path / "shakespeare" / "input.txt").write_text("Not Shakespeare at all, but my own words. " * 40)
+    P, _ = made_up_shakespeare(tmp_path, monkeypatch, "Not Shakespeare at all, but my own words. " * 40)
     meta = P.prepare("shakespeare", log=quiet)
     assert meta["source"] != P.SHAKESPEARE_URL and "input.txt" in meta["source"]
 
@@ -809,13 +811,10 @@ def test_ctrl_c_while_prepare_tokenises_is_one_line(monkeypatch, capsys):
 
 @pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
 def test_an_input_txt_that_became_a_folder_leaves_the_prepared_data_in_use(tmp_path, monkeypatch):
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
-    (tmp_path / "shakespeare").mkdir()
-    (tmp_path / "shakespeare" / "input.txt").write_text("Words of my own, prepared once. " * 40)
+    P, d = made_up_shakespeare(tmp_path, monkeypatch, "Words of my own, prepared once. " * 40)
     made = P.prepare("shakespeare", log=quiet)
-    (tmp_path / "shakespeare" / "input.txt").unlink()
-    (tmp_path / "shakespeare" / "input.txt").mkdir()
+    (d / "input.txt").unlink()
+    (d / "input.txt").mkdir()
     assert P.ensure_prepared("shakespeare", log=quiet) == made
 
 
