@@ -79,10 +79,13 @@ def input_name(input):
 
 
 def read_text(path, what):
-    """A UTF-8 text file's contents, or one line that names the file and says what to do."""
+    """(text, sha256) of a UTF-8 text file, both from one read of its bytes (so the hash meta.json records is the text
+    that was tokenised, even if the file is replaced meanwhile), or one line that names the file and says what to do.
+    Line ends are read as Python's text mode reads them (\\r\\n and \\r become \\n); the sha256 is the bytes'."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         raise ValueError(f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
                          f"convert it first, e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8") from None
@@ -90,18 +93,21 @@ def read_text(path, what):
         raise ValueError(f"{what} {path} is a folder, not a text file") from None
     except OSError as e:
         raise ValueError(f"{what} {path} can't be read: {e.strerror}") from None
+    return text, hashlib.sha256(raw).hexdigest()
 
 
 def load_text(dataset="shakespeare", input=None, log=print):
-    """Return (text, source, corpus). `input` is a path; otherwise the named default corpus."""
+    """Return (text, source, corpus, sha256). `input` is a path; otherwise the named default corpus. sha256 is the
+    source file's bytes as they were read (of the text itself where there is no file)."""
     if input is not None:
         if os.path.isdir(input):
             raise ValueError(f"--input {input} is a folder, not a text file; give the file inside it")
         if not os.path.isfile(input):
             raise FileNotFoundError(f"--input file not found: {input}")
-        return read_text(input, "--input"), os.path.abspath(input), os.path.splitext(os.path.basename(input))[0]
+        text, sha = read_text(input, "--input")
+        return text, os.path.abspath(input), os.path.splitext(os.path.basename(input))[0], sha
     if dataset == "pydoc_topics":
-        return _pydoc_topics(), "pydoc_data.topics", "pydoc_topics"
+        return _with_sha(_pydoc_topics(), "pydoc_data.topics", "pydoc_topics")
     if dataset != "shakespeare":
         raise ValueError(f"unknown dataset {dataset!r}: use 'shakespeare', 'pydoc_topics', or --input=FILE")
     path = os.path.join(dataset_dir("shakespeare"), "input.txt")
@@ -122,11 +128,16 @@ def load_text(dataset="shakespeare", input=None, log=print):
                 f"Falling back to the Python reference manual's topics (pydoc_data.topics).\n"
                 f"Results will NOT be on Shakespeare; meta.json records corpus='pydoc_topics'.\n"
                 f"To use Shakespeare offline, put the text at {path}\n{bar}")
-            return _pydoc_topics(), "pydoc_data.topics (fallback: Tiny Shakespeare unavailable)", "pydoc_topics"
-    text = read_text(path, "Tiny Shakespeare's")
+            return _with_sha(_pydoc_topics(), "pydoc_data.topics (fallback: Tiny Shakespeare unavailable)",
+                             "pydoc_topics")
+    text, sha = read_text(path, "Tiny Shakespeare's")
     if hashlib.sha256(text.encode("utf-8")).hexdigest() != SHAKESPEARE_SHA256:  # a text put there by hand
-        return text, f"{path} (not the Tiny Shakespeare download: its sha256 differs)", "shakespeare"
-    return text, SHAKESPEARE_URL, "shakespeare"
+        return text, f"{path} (not the Tiny Shakespeare download: its sha256 differs)", "shakespeare", sha
+    return text, SHAKESPEARE_URL, "shakespeare", sha
+
+
+def _with_sha(text, source, corpus):
+    return text, source, corpus, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
@@ -136,14 +147,11 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
     When `input` is given the dataset is named after the file."""
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
-    text, source, corpus = load_text(dataset, input, log)
+    text, source, corpus, sha = load_text(dataset, input, log)
     if input is not None:
         dataset = input_name(input)
     elif corpus != dataset:  # the fallback lives under its own name, never under the corpus it replaces
         dataset = corpus
-    # the sha256 of the file's bytes, which is what ensure_prepared compares on every later run
-    source_file = os.path.abspath(input) if input is not None else (
-        os.path.join(dataset_dir("shakespeare"), "input.txt") if corpus == "shakespeare" else None)
     enc = get_encoding()
     ids = np.array(enc.encode_ordinary(text), dtype=np.uint16)  # n = 50257 < 65536 fits in uint16
     if len(ids) < 100:
@@ -159,7 +167,7 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
               for name, part in (("train", ids[:split]), ("val", ids[split:]))}
     meta = dict(
         dataset=dataset, corpus=corpus, source=source,
-        sha256=_source_sha256(source_file) if source_file else hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        sha256=sha,  # of the bytes tokenised above, which is what ensure_prepared compares on every later run
         chars=len(text),
         encoding="r50k_base", vocab_size=VOCAB_SIZE,
         tokens=len(ids), train_tokens=split, val_tokens=len(ids) - split,
@@ -190,10 +198,19 @@ def own_files(dataset, parts=None):
     if not present or parts and all(f in parts and _same_bytes(os.path.join(d, f), parts[f]) for f in present):
         return None
     try:
-        return load_meta(dataset)
+        meta = load_meta(dataset)
     except (ValueError, OSError):
         raise ValueError(f"{d} holds {', '.join(present)} not made by prepare.py (no meta.json of its own vouches "
                          f"for them): move them away, or delete them if prepare.py made them, and run again") from None
+    for split in ("train", "val"):  # meta.json vouches only for the token files it names, by size and sha256
+        path = os.path.join(d, f"{split}.bin")
+        if not os.path.lexists(path) or parts and _same_bytes(path, parts.get(f"{split}.bin", b"")):
+            continue
+        if not os.path.isfile(path) or os.path.getsize(path) != 2 * meta[f"{split}_tokens"] or (
+                meta.get(f"{split}_sha256") and _source_sha256(path) != meta[f"{split}_sha256"]):
+            raise ValueError(f"{path} is not the {split}.bin that {d}/meta.json vouches for (its size or sha256 "
+                             f"differs): move it away, or delete it if prepare.py made it, and run again")
+    return meta
 
 
 def _same_bytes(path, data):
@@ -283,7 +300,10 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
     d = dataset_dir(name)
     if all(os.path.exists(os.path.join(d, f)) for f in ("train.bin", "val.bin", "meta.json")):
         meta = load_meta(name)
-        source = os.path.abspath(input) if input is not None else os.path.join(d, "input.txt")
+        # the file the text came from: only --input and Shakespeare have one (a stray data/pydoc_topics/input.txt is
+        # no source of the pydoc text)
+        source = os.path.abspath(input) if input is not None else (
+            os.path.join(d, "input.txt") if name == "shakespeare" else "")
         if dataset == "shakespeare" and input is None and meta["corpus"] != "shakespeare":
             log(f"{d} holds the {meta['corpus']} fallback, not Shakespeare: trying Shakespeare again")
             return prepare(dataset, input, log=log)

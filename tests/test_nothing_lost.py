@@ -917,3 +917,60 @@ def test_a_first_prepare_interrupted_before_its_meta_json_finishes_when_run_agai
     (d / "train.bin").write_bytes(b"tokens of my own")             # other bytes: still refused
     with pytest.raises(ValueError, match="not made by prepare.py"):
         P.prepare(input=str(text), log=quiet)
+
+
+# --- the seventh pass's finds ------------------------------------------------------------------------------------------
+
+def test_meta_json_records_the_sha256_of_the_text_that_was_tokenised_even_if_the_file_changes_meanwhile(
+        tmp_path, monkeypatch):
+    """C58: a text swapped while prepare.py tokenises must not be recorded as the text the tokens came from."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    text = tmp_path / "book.txt"
+    text.write_text("The first text, the one that is read. " * 40)
+    first = P._source_sha256(str(text))
+    enc = P.get_encoding()
+    real = enc.encode_ordinary
+
+    def swapped_meanwhile(s):
+        text.write_text("A second text, put there while the first was tokenised. " * 40)
+        return real(s)
+    monkeypatch.setattr(enc, "encode_ordinary", swapped_meanwhile)
+    assert P.prepare(input=str(text), log=quiet)["sha256"] == first
+    monkeypatch.setattr(enc, "encode_ordinary", real)
+    said = []
+    P.ensure_prepared(input=str(text), log=said.append)          # so the next run sees the change and prepares again
+    assert any("changed" in s for s in said)
+
+
+def test_a_text_with_windows_line_ends_is_tokenised_as_before_and_hashed_as_its_bytes(tmp_path, monkeypatch):
+    import data.prepare as P
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"one line\r\nanother\rlast\n")
+    assert P.read_text(str(path), "--input") == ("one line\nanother\nlast\n", P._source_sha256(str(path)))
+
+
+def test_prepare_never_replaces_a_token_file_its_meta_json_does_not_vouch_for(tmp_path, monkeypatch):
+    """C59: a val.bin of the user's beside prepare's valid meta.json, and the text changed: the file is kept."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    text = tmp_path / "book.txt"
+    text.write_text("A book of my own, prepared once. " * 40)
+    meta = P.prepare(input=str(text), log=quiet)
+    mine = tmp_path / "data" / meta["dataset"] / "val.bin"
+    mine.write_bytes(b"my own tokens")
+    text.write_text("The book, edited. " * 50)
+    with pytest.raises(ValueError, match="vouches for") as e:
+        P.ensure_prepared(input=str(text), log=quiet)
+    assert one_line(str(e.value)) and mine.read_bytes() == b"my own tokens"
+
+
+def test_a_stray_input_txt_beside_the_pydoc_topics_does_not_prepare_them_again_on_every_run(tmp_path, monkeypatch):
+    """C54: only Shakespeare's folder holds its source text; an input.txt anywhere else is not the corpus's."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path))
+    P.prepare("pydoc_topics", log=quiet)
+    (tmp_path / "pydoc_topics" / "input.txt").write_text("a stray file")
+    said = []
+    P.ensure_prepared("pydoc_topics", log=said.append)
+    assert said == []
