@@ -41,7 +41,8 @@ if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (
 import torch  # noqa: E402
 
 from data.prepare import load_data  # noqa: E402
-from research.plans import SCALES, config_for, pending_decisions, plan  # noqa: E402
+from research.plans import LOGN_SIGMA, SCALES, config_for, pending_decisions, plan  # noqa: E402
+from config import Config  # noqa: E402
 from probes import window_losses  # noqa: E402
 from rundir import check_out_folder, open_lock, remove_run_files  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
@@ -333,13 +334,21 @@ USAGE = (f"usage: python -m research.reproduce {'|'.join(SCALES)} [--out=DIR] [-
 
 def check_made_by_plan(scale, runs, out):
     """Refuse (one line) a folder holding a run the plan names but made with other settings: another plan's run
-    under the same id (live, full and gpt2 share ids like main|tied|seed=1) would be taken as this plan's."""
+    under the same id (live, full and gpt2 share ids like main|tied|seed=1), an edited record, or a run made before a
+    default changed would be taken as this plan's. The whole resolved config is compared (config_for): the plan's
+    overrides must be there; a field an older record lacks (added to Config since) is not compared."""
     have = {r["id"]: r.get("config") or {} for r in runs}
     for group, arm, overrides in plan(scale, runs):
         made = have.get(run_id(group, arm, overrides["seed"]))
-        differ = [f"{k} {made.get(k, 'missing')!r} (the plan: {v!r})" for k, v in overrides.items()
-                  if made is not None and k not in ("emb_std", "dataset", "vocab_size") and made.get(k, made) != v]
-        if differ:  # (emb_std: logn's is computed from n; dataset and n: check_corpus_for_comparison's)
+        if made is None:
+            continue
+        # not compared: logn's emb_std, which is computed from n (config_for), and the dataset and n (the corpus checks)
+        logn = overrides.get("emb_std") == LOGN_SIGMA
+        want = dataclasses.asdict(Config(**dict(overrides, emb_std=None) if logn else overrides))
+        differ = [f"{k} {made.get(k, 'missing')!r} (the plan: {v!r})" for k, v in want.items()
+                  if k not in ("dataset", "vocab_size") + ("emb_std",) * logn and (k in overrides or k in made)
+                  and made.get(k, made) != v]
+        if differ:
             raise SystemExit(f"reproduce.py: {os.path.join(out, file_name(run_id(group, arm, overrides['seed'])))} "
                              f"was not made by the {scale} plan ({', '.join(differ[:3])}): give another --out")
 

@@ -974,3 +974,25 @@ def test_a_stray_input_txt_beside_the_pydoc_topics_does_not_prepare_them_again_o
     said = []
     P.ensure_prepared("pydoc_topics", log=said.append)
     assert said == []
+
+
+@pytest.mark.parametrize("field, edited", [("dropout", 0.1), ("beta2", 0.99), ("bias", True), ("weight_decay", 0.0)])
+def test_reproduce_refuses_a_run_made_with_other_settings_than_the_plans_outside_its_overrides(
+        tmp_path, monkeypatch, field, edited):
+    """C78-C90: the whole resolved config is the plan's, not only the keys the plan sets (an edited record, or a run
+    made before a default changed, would otherwise be added to)."""
+    from research import reproduce as R
+    monkeypatch.setattr(R, "run_one", lambda *a, **k: pytest.fail("ran beside a run of other settings"))
+    out, record = _committed_live_record(tmp_path)
+    assert record["config"][field] != edited
+    record["config"][field] = edited
+    (out / "main__tied__seed=1.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match=f"was not made by the live plan .*{field}"):
+        R.main("live", out=str(out), resume=True, log=quiet)
+
+
+@pytest.mark.reports
+def test_every_committed_run_is_its_plans_by_the_whole_resolved_config():
+    from research import reproduce as R
+    for scale in R.SCALES:
+        R.check_made_by_plan(scale, R.load_runs(R.committed_path(scale)), R.committed_path(scale))
