@@ -116,6 +116,19 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     return state
 
 
+def written_by_a_run(path):
+    """True if `path` is a file save_checkpoint could have written: a zip (torch.save's format) whose pickle names
+    fields only a tiedgpt checkpoint has (data_rng, torch_rng). Read as bytes, never unpickled: the file may be large,
+    or made to run code. --overwrite deletes only such a file; one damaged in its pickle is not one, and stays."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            pickles = [n for n in z.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
+            text = z.read(pickles[0]) if len(pickles) == 1 else b""
+    except Exception:  # not a zip, unreadable, or a part that fails its checksum
+        return False
+    return all(k in text for k in (b"data_rng", b"torch_rng"))
+
+
 def damaged(path, what):
     """The one line for a checkpoint whose contents are wrong."""
     return TrainingError(f"--resume: {path} is damaged: {what}; resume from another checkpoint, or start a new run "

@@ -166,14 +166,16 @@ def run_config(s, opt, arm, seed, dataset, device):
                   out_dir="", sample_tokens=0)
 
 
-def set_aside_other_result(out, settings, log):
-    """A demo.json in `out` made with other settings, and its demo.png, are kept beside them with one suffix, not
-    overwritten (their runs stay too); so is a demo.png that is not the one its demo.json recorded (png_sha256; older
-    results: not a PNG), or that has no demo.json beside it: a file of the user's."""
+def set_aside_other_result(out, settings, log, dataset=None):
+    """A demo.json in `out` made with other settings or on another text (dataset: its name, sha256 and n; a field an
+    older result lacks is not compared), and its demo.png, are kept beside them with one suffix, not overwritten
+    (their runs stay too); so is a demo.png that is not the one its demo.json recorded (png_sha256; older results:
+    not a PNG), or that has no demo.json beside it: a file of the user's."""
     path, png = os.path.join(out, "demo.json"), os.path.join(out, "demo.png")
     try:
         old = load_result(path)
-        same = old["settings"] == settings
+        was = old.get("dataset") if isinstance(old.get("dataset"), dict) else {}
+        same = old["settings"] == settings and all(was.get(k, v) == v for k, v in (dataset or {}).items())
     except ValueError:
         old, same = None, not os.path.lexists(path) and not os.path.lexists(png)
     if not same:
@@ -420,7 +422,7 @@ def _main(argv, log):
     fig.savefig(png, format="png", dpi=120)
     plt.close(fig)  # drawn: free it (a notebook shows the figure from demo.figure, not from here)
     result["run"]["png_sha256"] = hashlib.sha256(png.getvalue()).hexdigest()  # which demo.png is this result's
-    set_aside_other_result(out, result["settings"], log)
+    set_aside_other_result(out, result["settings"], log, dataset)
     records.write_atomic(os.path.join(out, "demo.json"), result)
     write_file(os.path.join(out, "demo.png"), lambda f: f.write(png.getvalue()), "wb")  # (never through a link)
     log(f"wall time {result['run']['wall_s']:.0f} s ({reused} of {len(configs)} runs reused); wrote "

@@ -5,12 +5,15 @@ metrics rows that came before it (start_state).
 """
 
 import dataclasses
+import fcntl
 import json
 import os
+import re
+import tempfile
 
 import torch
 
-from checkpoint import load_checkpoint
+from checkpoint import load_checkpoint, written_by_a_run
 from errors import TrainingError
 from files import set_aside, write_file
 from machine import environment
@@ -70,7 +73,6 @@ def claim_out_dir(c):
     earlier run's files are removed now, before the new run could be killed, so that no later --resume can continue
     the old run in the new one's folder. Returns the open lock file (release_out_dir closes it; so does the process
     ending, however it ends)."""
-    import fcntl
     d = c.out_dir
     check_out_folder(d, "out_dir")
     if os.path.exists(os.path.join(d, "tiedgpt.py")):
@@ -92,6 +94,12 @@ def claim_out_dir(c):
         other = lock.read().strip() or "?"
         lock.close()
         raise TrainingError(f"out_dir={d!r} is in use by another run (pid {other}); wait for it to finish, "
+                            f"or give this run another --out_dir") from None
+    try:
+        check_still_claimed(lock)  # taken by this run, not one that replaced .lock (open_lock) as this one opened it
+    except TrainingError:
+        lock.close()
+        raise TrainingError(f"out_dir={d!r} is being claimed by another run right now; wait for it to finish, "
                             f"or give this run another --out_dir") from None
     lock.seek(0)
     lock.truncate()
@@ -116,8 +124,16 @@ def claim_out_dir(c):
                                 f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
         raise TrainingError(f"{d} holds an earlier run's {' and '.join(earlier)} (no checkpoint to resume): "
                             f"--out_dir=NEW starts a new run beside them, --overwrite=true replaces them")
-    if c.overwrite:
+    if c.overwrite:  # a checkpoint is judged by its content too: --overwrite deletes only what a run wrote
+        kept = [f for f in ("ckpt.pt",) if os.path.isfile(os.path.join(d, f)) and not written_by_a_run(os.path.join(d, f))]
+        if kept:
+            release_out_dir(lock, refused=True)
+            raise TrainingError(f"{os.path.join(d, kept[0])} is not a checkpoint a tiedgpt run wrote (or one damaged "
+                                f"since): --overwrite deletes only a run's own files; move it away, or give another "
+                                f"--out_dir")
         for name in RUN_FILES:
+            if name == "ckpt.pt.tmp" and not written_by_a_run(os.path.join(d, name)):
+                continue  # an older version's temporary name: cleared only if it is a whole checkpoint
             try:
                 os.remove(os.path.join(d, name))
             except FileNotFoundError:
@@ -148,7 +164,8 @@ def not_a_runs(path):
     if path.endswith(".json"):
         flat = {"head", "n_embd", "out_dir"} <= set(got)
         return not ((isinstance(got.get("config"), dict) and "dataset" in got) or flat)
-    return not (isinstance(got.get("step"), int) and {"tokens", "train_loss", "val_loss", "lr"} & set(got))
+    step = got.get("step")
+    return not (isinstance(step, int) and not isinstance(step, bool) and {"tokens", "train_loss", "val_loss", "lr"} & set(got))
 
 
 def remove_run_files(folder):
@@ -167,13 +184,29 @@ def remove_run_files(folder):
 
 def open_lock(path):
     """A lock file opened for reading and appending without following a link (O_NOFOLLOW), so a link planted in its
-    place can't lead the lock's writes into another file; .path is where it is."""
+    place can't lead the lock's writes into another file; .path is where it is. A lock holds a run's pid or nothing:
+    a file holding anything else is the user's, refused. A lock hard-linked elsewhere (a backup made with cp -al) is
+    replaced by a fresh one of this folder's own, once no run holds it, so the pid written into it changes nothing
+    else."""
     lock = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a+")
     lock.path = path
-    if os.fstat(lock.fileno()).st_nlink > 1:  # a hard link: the pid written into it would change another file
+    if not re.fullmatch(rb"\d{0,20}\n?", os.pread(lock.fileno(), 64, 0)):
         lock.close()
-        raise TrainingError(f"{path} is a hard link to another file: remove it, or give another folder")
-    return lock
+        raise TrainingError(f"{path} is not a run's lock (a lock holds a pid, or nothing): move it away, or give "
+                            f"another folder")
+    if os.fstat(lock.fileno()).st_nlink == 1:
+        return lock
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # a run holds it: the caller's own flock says so
+        return lock
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".lock.", suffix=".tmp")
+    os.fchmod(fd, 0o644)
+    os.replace(tmp, path)  # the backup keeps the old file; this folder gets its own
+    lock.close()
+    fresh = os.fdopen(fd, "a+")
+    fresh.path = path
+    return fresh
 
 
 def check_still_claimed(lock):
@@ -307,5 +340,11 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
             suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
             log(f"{metrics} did not hold the checkpoint's rows before step {state['step']} (another run's, edited "
                 f"or damaged): kept, with its config.json, as *{suffix}; the checkpoint's rows are written instead")
+    config_json = os.path.join(c.out_dir, "config.json")
+    if master and not os.path.exists(metrics) and os.path.exists(config_json):
+        # a run writes the two together: a config.json alone is of some other run (a checkpoint copied in, say)
+        suffix = set_aside(config_json)
+        log(f"{config_json} had no metrics.jsonl beside it, so it may not be this checkpoint's run's: kept as "
+            f"*{suffix}; this run's are written instead")
     log(f"resumed from {ckpt_path} at step {state['step']}")
     return state

@@ -240,6 +240,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
     check_corpus: first refuse to run if the corpus differs from the committed runs' (they will be compared)."""
     try:  # never into the repository's own folders: finished runs are copied into research/runs/ by hand
         out = check_out_folder(os.path.join(ROOT, "out", "reproduce", scale) if out is None else out, "--out")
+        ckpt_dir = ckpt_dir and check_out_folder(ckpt_dir, "--ckpt_dir")  # up front, named as the flag the user gave
     except ValueError as e:
         raise SystemExit(f"reproduce.py: {e}") from None
     runs = load_runs(out)

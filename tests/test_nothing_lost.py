@@ -485,14 +485,33 @@ def test_a_resume_leaves_a_hard_linked_backup_of_the_runs_files_as_it_was(data_d
     assert len(rows(tmp_path / "run")) > len(before["metrics.jsonl"].splitlines())
 
 
-def test_a_lock_file_hard_linked_to_another_file_is_refused_and_that_file_kept(data_dir, tmp_path, capsys):
+def test_a_lock_file_hard_linked_to_a_users_file_is_refused_and_that_file_kept(data_dir, tmp_path, capsys):
     target = tmp_path / "precious.txt"
     target.write_text("keep me")
     (tmp_path / "out").mkdir()
     os.link(target, tmp_path / "out" / ".lock")
     code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
     err = capsys.readouterr().err
-    assert code != 0 and one_line(err) and "hard link" in err and target.read_text() == "keep me"
+    assert code != 0 and one_line(err) and "not a run's lock" in err and target.read_text() == "keep me"
+
+
+def test_a_run_resumes_in_a_folder_backed_up_with_cp_al_and_the_backups_lock_is_untouched(data_dir, tmp_path):
+    """C113: cp -al hard-links every file, .lock too. The lock (a pid) is replaced by one of the folder's own."""
+    tiny_run(tmp_path / "run", 2)
+    subprocess.run(["cp", "-al", str(tmp_path / "run"), str(tmp_path / "backup")], check=True)
+    before = (tmp_path / "backup" / ".lock").read_bytes()
+    tiny_run(tmp_path / "run", 4, lr_decay_iters=2, resume=True)
+    assert (tmp_path / "backup" / ".lock").read_bytes() == before
+    assert os.stat(tmp_path / "run" / ".lock").st_nlink == 1
+
+
+def test_a_lock_file_that_holds_something_else_than_a_pid_is_the_users_and_is_kept(data_dir, tmp_path, capsys):
+    """C3: the lock's name is the run's, but a .lock holding notes is not a lock: truncating it to a pid loses them."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".lock").write_text("my notes about this folder")
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and (tmp_path / "out" / ".lock").read_text() == "my notes about this folder"
 
 
 def test_files_are_written_through_a_fresh_temporary_name_never_a_planted_one(tmp_path):
@@ -876,11 +895,13 @@ def test_the_sweep_report_refuses_runs_made_with_other_settings(tmp_path, capsys
 
 # --- runs are reused only on the text they were trained on (the sixth pass's DS2, DS3, S3, P15r) ---------------------------
 
-def test_the_demo_makes_its_runs_again_after_the_text_changed(tiny_data, tmp_path):
+def test_the_demo_makes_its_runs_again_after_the_text_changed_and_keeps_the_old_result(tiny_data, tmp_path):
+    """DS2, and C55: the result made on the old text (same settings) is kept beside the new one, not replaced."""
     import data.prepare as P
     import demo as D
     args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
     assert D.main(args, log=quiet) == 0
+    first = (tmp_path / "demo.json").read_text(), (tmp_path / "demo.png").read_bytes()
     meta_path = os.path.join(P.dataset_dir("pydoc_topics"), "meta.json")
     meta = json.loads(open(meta_path).read())
     meta["sha256"] = "0" * 64                                      # as if prepared again from another text
@@ -889,6 +910,8 @@ def test_the_demo_makes_its_runs_again_after_the_text_changed(tiny_data, tmp_pat
     assert D.main(args, log=said.append) == 0
     assert not any("reused" in s for s in said[:3]) and list((tmp_path / "runs").glob("*.set-aside-*"))
     assert all(json.loads(p.read_text())["text_sha256"] == "0" * 64 for p in (tmp_path / "runs").glob("*.json"))
+    (kept,) = tmp_path.glob("demo.json.set-aside-*")
+    assert (kept.read_text(), (tmp_path / f"demo.png{kept.name[len('demo.json'):]}").read_bytes()) == first
 
 
 @pytest.mark.corpus  # (the default corpus is prepared to say what text is there now)
@@ -996,3 +1019,77 @@ def test_every_committed_run_is_its_plans_by_the_whole_resolved_config():
     from research import reproduce as R
     for scale in R.SCALES:
         R.check_made_by_plan(scale, R.load_runs(R.committed_path(scale)), R.committed_path(scale))
+
+
+@pytest.mark.parametrize("content", ["bytes", "another program's torch file"])
+def test_overwrite_never_deletes_a_ckpt_pt_no_run_wrote(data_dir, tmp_path, capsys, content):
+    """C1, C2: --overwrite replaces a run's own files; a ckpt.pt is judged by what is in it, as config.json is."""
+    path = tmp_path / "ckpt.pt"
+    if content == "bytes":
+        path.write_bytes(b"my model, trained for a week")
+    else:
+        torch.save({"model": {"w": torch.ones(2)}, "iter_num": 5000, "best_val_loss": 2.9}, path)   # a nanoGPT-like one
+    kept = path.read_bytes()
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path}", "--overwrite=true"])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and "not a checkpoint a tiedgpt run wrote" in err and path.read_bytes() == kept
+
+
+def test_overwrite_clears_a_runs_own_checkpoint_and_leaves_a_ckpt_pt_tmp_that_is_none(data_dir, tmp_path):
+    """C4: ckpt.pt.tmp is an older version's temporary name; a file there that is no checkpoint is not the run's."""
+    tiny_run(tmp_path, 2)
+    (tmp_path / "ckpt.pt.tmp").write_text("my notes")
+    tiny_run(tmp_path, 3, overwrite=True)
+    assert (tmp_path / "ckpt.pt.tmp").read_text() == "my notes" and len(rows(tmp_path)) > 0
+
+
+def test_reproduce_ckpt_dir_never_deletes_a_ckpt_pt_no_run_wrote(tmp_path, monkeypatch):
+    """C61: a run's --ckpt_dir folder holding someone's ckpt.pt: the fresh start (overwrite) refuses, the file stays."""
+    import rundir
+    from research import reproduce as R
+
+    def claim_only(config, **_):          # the run's claim on its folder, then stop: no plan is trained here
+        rundir.release_out_dir(rundir.claim_out_dir(config))
+        pytest.fail("claimed a folder holding a foreign ckpt.pt")
+    monkeypatch.setattr(R, "train", claim_only)
+    folder = tmp_path / "ckpts" / "main__tied__seed=1"
+    folder.mkdir(parents=True)
+    (folder / "ckpt.pt").write_bytes(b"my model, trained for a week")
+    with pytest.raises(TrainingError, match="not a checkpoint a tiedgpt run wrote"):
+        R.main("live", out=str(tmp_path / "o"), seeds=[1], arms=["tied"], groups=["main"], log=quiet,
+               ckpt_dir=str(tmp_path / "ckpts"))
+    assert (folder / "ckpt.pt").read_bytes() == b"my model, trained for a week"
+
+
+@pytest.mark.parametrize("where", ["the checkout's root", "its research folder"])
+def test_reproduce_refuses_a_ckpt_dir_in_the_checkout_up_front_naming_the_flag(tmp_path, monkeypatch, capsys, where):
+    """C67, C119: nothing was lost there, but a checkout is never an output, and the refusal names --ckpt_dir."""
+    from research import reproduce as R
+    monkeypatch.setattr(R, "run_one", lambda *a, **k: pytest.fail("ran with its checkpoints in the checkout"))
+    ckpt_dir = ROOT if where == "the checkout's root" else os.path.join(ROOT, "research")
+    assert R._cli(["live", "--seeds=1", "--arms=tied", f"--out={tmp_path}", f"--ckpt_dir={ckpt_dir}"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "--ckpt_dir=" in err
+
+
+def test_a_row_whose_step_is_true_is_not_a_runs_row(tmp_path):
+    """C12: a bool is an int in Python; a run's step is a whole number, never true."""
+    import rundir
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": true, "lr": 1}\n')
+    assert rundir.not_a_runs(str(path))
+    path.write_text('{"step": 0, "lr": 0.001}\n')
+    assert not rundir.not_a_runs(str(path))
+
+
+def test_a_config_json_without_its_metrics_is_set_aside_when_a_copied_checkpoint_resumes(data_dir, tmp_path):
+    """C17: a run writes config.json and metrics.jsonl together; a config.json alone may be another run's."""
+    a, b = tmp_path / "A", tmp_path / "B"
+    tiny_run(a, 5, seed=1, eval_interval=5)
+    tiny_run(b, 10, seed=2, eval_interval=5)
+    config_a = (a / "config.json").read_text()
+    (a / "metrics.jsonl").unlink()
+    (a / "ckpt.pt").write_bytes((b / "ckpt.pt").read_bytes())
+    tiny_run(a, 15, seed=2, lr_decay_iters=10, eval_interval=5, resume=True)
+    (kept,) = a.glob("config.json.set-aside-*")
+    assert kept.read_text() == config_a
