@@ -39,13 +39,13 @@ CKPT_KEYS = ("model", "optimizer", "step", "config", "data", "data_rng", "torch_
 
 
 def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, loss_sum=0.0, n_summed=0, emb0=None,
-                    history=None):
+                    history=None, run_id=None):
     """Write ckpt.pt atomically (files.write_file: a fresh temporary file, then rename). A kill or a full disk
     mid-write leaves the previous checkpoint intact (and the temporary file is removed). `data` identifies the dataset (see data_identity); tokens,
     loss_sum and n_summed let a resumed run log exactly what the uninterrupted run would have; emb0 (log_rows: E
     at init, what emb_turn is measured from) lets it measure from the same reference; history, the metrics rows
     before `step`, makes the checkpoint the one record of its run's rows (a resumed run rewrites metrics.jsonl from
-    it, so rows of another run, or none, can't be spliced in)."""
+    it, so rows of another run, or none, can't be spliced in); run_id names the run (config.json names it too)."""
     state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=step,
                  config=dataclasses.asdict(config), data=data, data_rng=gen.get_state(),
                  torch_rng=torch.get_rng_state(), tokens=int(tokens), loss_sum=float(loss_sum),
@@ -55,6 +55,8 @@ def save_checkpoint(path, model, optimizer, step, config, gen, data, tokens=0, l
         state["emb0"] = emb0
     if history is not None:
         state["history"] = [dict(r) for r in history]
+    if run_id is not None:
+        state["run_id"] = run_id
     try:  # whole or not at all, never through a link (files.write_file); a Ctrl-C mid-write leaves the previous one
         write_file(path, lambda f: torch.save(state, f), "wb")
     except (OSError, RuntimeError) as e:  # torch.save reports a full disk as a RuntimeError
@@ -170,7 +172,8 @@ def check_contents(path, state):
                   torch.is_tensor(t) and t.dtype == torch.uint8 for t in state["cuda_rng"])),
                "None or a list of generator states"),
               ("history", state.get("history") is None or _is_history(state["history"], state["step"]),
-               "a list of metrics rows (dicts with whole, increasing steps before the checkpoint's)")]
+               "a list of metrics rows (dicts with whole, increasing steps before the checkpoint's)"),
+              ("run_id", state.get("run_id") is None or isinstance(state["run_id"], str), "None or a run's name")]
     for field, ok, want in checks:
         if not ok:
             v = state[field] if field in state else None

@@ -261,7 +261,7 @@ def load_result(path=COMMITTED):
             result = json.load(f)
     except OSError as e:
         raise ValueError(f"can't read {path}: {e.strerror}") from None
-    except ValueError:
+    except (ValueError, RecursionError):  # (RecursionError: nested too deep to read)
         raise ValueError(f"{path} is not JSON") from None
     if not isinstance(result, dict) or not {"settings", "gaps", "verdicts", "runs"} <= set(result):
         raise ValueError(f"{path} is not a demo result (it lacks settings, gaps, verdicts or runs)")

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import tempfile
+import uuid
 
 import torch
 
@@ -155,8 +156,8 @@ def not_a_runs(path):
         with open(path, encoding="utf-8") as f:
             text = f.read() if path.endswith(".json") else f.readline()
         got = json.loads(text)
-    except (OSError, UnicodeDecodeError):
-        return True  # unreadable or not text: no run wrote it
+    except (OSError, UnicodeDecodeError, RecursionError):
+        return True  # unreadable, not text, or nested too deep for a reader: no run wrote it
     except ValueError:  # not JSON: a run's first row cut by a kill starts as every row does
         return path.endswith(".json") or not (text.startswith('{"step": ') and not text.endswith("\n"))
     if not isinstance(got, dict):
@@ -166,6 +167,16 @@ def not_a_runs(path):
         return not ((isinstance(got.get("config"), dict) and "dataset" in got) or flat)
     step = got.get("step")
     return not (isinstance(step, int) and not isinstance(step, bool) and {"tokens", "train_loss", "val_loss", "lr"} & set(got))
+
+
+def run_named(path):
+    """The run a config.json names (None: none, or one from before config.json named its run)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            named = json.load(f).get("run")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return named if isinstance(named, str) else None
 
 
 def remove_run_files(folder):
@@ -239,10 +250,10 @@ def release_out_dir(lock, refused=False):
         lock.close()
 
 
-def write_run_files(c, meta, device, world, history):
-    """config.json (the resolved config, the dataset, the machine) and metrics.jsonl, rewritten whole: a resumed
-    run drops the rows past its checkpoint."""
-    info = dict(config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world))
+def write_run_files(c, meta, device, world, history, run_id=None):
+    """config.json (the run's name, the resolved config, the dataset, the machine) and metrics.jsonl, rewritten
+    whole: a resumed run drops the rows past its checkpoint."""
+    info = dict(run=run_id, config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world))
     # replaced, not rewritten in place: a hard link to either (a backup made with cp -al, say) keeps its content,
     # and the rows appended later go to this run's own file
     write_file(os.path.join(c.out_dir, "config.json"), lambda f: json.dump(info, f, indent=2))
@@ -283,7 +294,7 @@ def read_metrics(path, before):
     for i, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (RecursionError: nested too deep to read)
             if i == len(lines) and not line.endswith("\n"):
                 break
             raise TrainingError(f"--resume: {path} line {i} is not JSON; fix or remove that line") from None
@@ -296,15 +307,18 @@ def read_metrics(path, before):
 
 
 def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
-    """Where a run stands before its first step: dict(step, tokens, loss_sum, n_summed, history, ckpt_step, emb0).
+    """Where a run stands before its first step: dict(step, tokens, loss_sum, n_summed, history, ckpt_step, emb0,
+    run_id). run_id names the run: new for a fresh one, the checkpoint's for a resumed one (a new one for a checkpoint
+    from before checkpoints kept it).
     Fresh: step 0, and (log_rows) E at init, emb0, what emb_turn measures from. With c.resume: model, optimizer,
     batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
     step, token count and running loss sum, and the metrics rows before its step (later ones will be redone): the
     checkpoint's own, so a metrics.jsonl that does not hold them (another run's, edited, damaged) is set aside, kept
-    whole beside it, by the master process."""
+    whole beside it, by the master process; so is a metrics.jsonl whose config.json names another run (at step 0 the
+    rows can't tell: there are none before it)."""
     # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
     # which load_checkpoint makes sure is the checkpoint's
-    state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None,
+    state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None, run_id=uuid.uuid4().hex,
                  emb0=model.transformer.wte.weight.detach().clone() if c.log_rows else None)
     if not c.resume:
         return state
@@ -326,7 +340,7 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
         state["emb0"] = saved["emb0"].to(device)
     # tokens, loss_sum and n_summed: see save_checkpoint
     state.update(step=saved["step"], tokens=saved["tokens"], loss_sum=saved["loss_sum"], n_summed=saved["n_summed"],
-                 ckpt_step=saved["step"])
+                 ckpt_step=saved["step"], run_id=saved.get("run_id") or state["run_id"])
     metrics = os.path.join(c.out_dir, "metrics.jsonl")
     if saved.get("history") is None:  # a checkpoint from before checkpoints kept their rows: metrics.jsonl's
         state["history"] = read_metrics(metrics, before=state["step"])
@@ -336,10 +350,13 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
             same = read_metrics(metrics, before=state["step"]) == state["history"]
         except TrainingError:
             same = False
+        named = run_named(os.path.join(c.out_dir, "config.json"))
+        same = same and (named is None or saved.get("run_id") is None or named == saved["run_id"])
         if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
             suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
-            log(f"{metrics} did not hold the checkpoint's rows before step {state['step']} (another run's, edited "
-                f"or damaged): kept, with its config.json, as *{suffix}; the checkpoint's rows are written instead")
+            log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or its config.json names "
+                f"another run (another run's, edited or damaged): kept, with its config.json, as *{suffix}; the "
+                f"checkpoint's rows are written instead")
     config_json = os.path.join(c.out_dir, "config.json")
     if master and not os.path.exists(metrics) and os.path.exists(config_json):
         # a run writes the two together: a config.json alone is of some other run (a checkpoint copied in, say)

@@ -113,6 +113,7 @@ class Run:
     history: list  # the logged rows
     ckpt_step: int  # the step of the last checkpoint this run wrote or resumed from (last_checkpoint)
     emb0: torch.Tensor  # E at init, with log_rows (probes.row_probe)
+    run_id: str  # the run's name, kept by its checkpoint and config.json: a run's files are the run's its checkpoint names
     first_bad: torch.Tensor = None  # the first step whose loss was not finite (-1: none), on the device
     t0: float = 0.0  # wall-clock start, and the time and step of the last logged row (tokens/s)
     t_last: float = 0.0
@@ -144,7 +145,7 @@ def setup(c, log, held, probes=()):
     gen = torch.Generator().manual_seed(c.resolved()["data_seed"])
     state = start_state(c, model, optimizer, gen, data_id, device, log, master)
     if master and c.out_dir:
-        write_run_files(c, meta, device, world, state["history"])
+        write_run_files(c, meta, device, world, state["history"], state["run_id"])
     loss_model = FusedLoss(model) if c.fused_loss else model
     step_model = torch.compile(loss_model) if c.compile else loss_model
     if ddp:
@@ -191,7 +192,7 @@ def checkpoint(run):
         if run.lock:
             check_still_claimed(run.lock)
         save_checkpoint(run.ckpt_path, run.model, run.optimizer, run.step, run.c, run.gen, run.data_id, run.tokens,
-                        total.item(), run.n_summed, emb0=run.emb0, history=run.history)
+                        total.item(), run.n_summed, emb0=run.emb0, history=run.history, run_id=run.run_id)
     if run.ckpt_path:  # every process: each may be the one that reports a divergence
         run.ckpt_step = run.step
 

@@ -256,7 +256,7 @@ def load_meta(dataset):
     try:
         with open(path) as f:
             meta = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # (nested too deep to read)
         raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:60]}): {fix}") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{path} is not a JSON object: {fix}")

@@ -38,7 +38,7 @@ def _read_json(path):
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # (RecursionError: nested too deep to read)
         raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:80]}); move it aside or delete it "
                          f"(a run's record: without it the run is made again)") from None
     except OSError as e:

@@ -131,7 +131,7 @@ def load(folder=COMMITTED, dataset="shakespeare"):
             try:
                 with open(path) as f:
                     rec = json.load(f)
-            except (OSError, ValueError) as e:
+            except (OSError, ValueError, RecursionError) as e:  # (nested too deep to read)
                 raise ValueError(f"{path} can't be read as JSON ({type(e).__name__})") from None
             problem = workers.curve_problem(rec) if isinstance(rec, dict) else "not a JSON object"
             if not problem and not (isinstance(rec.get("config"), dict) and isinstance(rec["config"].get("lr"), float)

@@ -98,7 +98,7 @@ def record_of(path, config):
     try:
         with open(path) as f:
             rec = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (RecursionError: nested too deep to read)
         return None
     same = isinstance(rec, dict) and rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
     # and made on the text there now (records made before runs kept it can't say: taken as they are)

@@ -1093,3 +1093,58 @@ def test_a_config_json_without_its_metrics_is_set_aside_when_a_copied_checkpoint
     tiny_run(a, 15, seed=2, lr_decay_iters=10, eval_interval=5, resume=True)
     (kept,) = a.glob("config.json.set-aside-*")
     assert kept.read_text() == config_a
+
+
+def test_a_step_0_checkpoint_copied_into_another_runs_folder_sets_that_runs_files_aside(data_dir, tmp_path, monkeypatch):
+    """The eighth pass's F1-1: a Ctrl-C in the first evaluation leaves a checkpoint with no rows before it, so rows
+    can't tell whose metrics.jsonl is there; the run's name in config.json and in the checkpoint can."""
+    a, b = tmp_path / "A", tmp_path / "B"
+    real = T.evaluate
+
+    def ctrl_c_during(*args, **kw):
+        os.kill(os.getpid(), signal.SIGINT)                        # the first evaluation is interrupted
+        return real(*args, **kw)
+    monkeypatch.setattr(T, "evaluate", ctrl_c_during)
+    with pytest.raises(KeyboardInterrupt):
+        tiny_run(a, 10)
+    monkeypatch.setattr(T, "evaluate", real)
+    assert torch.load(a / "ckpt.pt", weights_only=True)["step"] == 0
+    tiny_run(b, 10, seed=2)
+    before = (b / "metrics.jsonl").read_text(), (b / "config.json").read_text()
+    (b / "ckpt.pt").write_bytes((a / "ckpt.pt").read_bytes())
+    tiny_run(b, 10, resume=True)
+    (kept,) = b.glob("metrics.jsonl.set-aside-*")
+    assert (kept.read_text(), (b / f"config.json{kept.name[len('metrics.jsonl'):]}").read_text()) == before
+
+
+def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
+    """The eighth pass's 11 tracebacks, one cause: json raises RecursionError (not a ValueError) on deep nesting."""
+    import data.prepare as P
+    import demo as D
+    import rundir
+    from research import records, workers
+    from research import stepsize as Z
+    deep = "[" * 100000 + "]" * 100000
+    path = tmp_path / "deep.json"
+    path.write_text(deep)
+    with pytest.raises(ValueError, match="not JSON"):
+        D.load_result(str(path))
+    assert workers.record_of(str(path), config()) is None
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "x.json").write_text(deep)
+    with pytest.raises(ValueError, match="not valid JSON"):
+        records.load_runs(str(tmp_path / "runs"))
+    assert Z.main(["--report=true", f"--runs={tmp_path / 'runs'}"]) == 2 and one_line(capsys.readouterr().err)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "metrics.jsonl").write_text(deep + "\n")
+    assert rundir.not_a_runs(str(tmp_path / "out" / "metrics.jsonl"))
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
+    assert code != 0 and one_line(capsys.readouterr().err) and not (tmp_path / "out" / ".lock").exists()
+    meta = os.path.join(P.dataset_dir("pydoc_topics"), "meta.json")
+    kept = open(meta).read()
+    try:
+        open(meta, "w").write(deep)
+        with pytest.raises(ValueError, match="not valid JSON"):
+            P.load_meta("pydoc_topics")
+    finally:
+        open(meta, "w").write(kept)
