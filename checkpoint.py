@@ -119,16 +119,21 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
 
 
 def written_by_a_run(path):
-    """True if `path` is a file save_checkpoint could have written: a zip (torch.save's format) whose pickle names
-    fields only a tiedgpt checkpoint has (data_rng, torch_rng). Read as bytes, never unpickled: the file may be large,
-    or made to run code. --overwrite deletes only such a file; one damaged in its pickle is not one, and stays."""
+    """True if `path` is a file save_checkpoint could have written: a zip laid out as torch.save lays it out (one
+    <name>/data.pkl beside <name>/version), whose pickle (protocol 2, torch's) holds the keys only a tiedgpt checkpoint
+    has, data_rng and torch_rng, as pickled strings. Read as bytes, never unpickled: the file may be large, or made to
+    run code. --overwrite deletes only such a file; one damaged in its pickle is not one, and stays."""
     try:
         with zipfile.ZipFile(path) as z:
-            pickles = [n for n in z.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
-            text = z.read(pickles[0]) if len(pickles) == 1 else b""
+            names = z.namelist()
+            pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
+            if len(pickles) != 1 or pickles[0][:-len("data.pkl")] + "version" not in names:
+                return False
+            text = z.read(pickles[0])
     except Exception:  # not a zip, unreadable, or a part that fails its checksum
         return False
-    return all(k in text for k in (b"data_rng", b"torch_rng"))
+    return text.startswith(b"\x80\x02") and all(b"X" + len(k).to_bytes(4, "little") + k in text
+                                                 for k in (b"data_rng", b"torch_rng"))
 
 
 def damaged(path, what):

@@ -1021,12 +1021,18 @@ def test_every_committed_run_is_its_plans_by_the_whole_resolved_config():
         R.check_made_by_plan(scale, R.load_runs(R.committed_path(scale)), R.committed_path(scale))
 
 
-@pytest.mark.parametrize("content", ["bytes", "another program's torch file"])
+@pytest.mark.parametrize("content", ["bytes", "another program's torch file", "a zip naming the fields in passing"])
 def test_overwrite_never_deletes_a_ckpt_pt_no_run_wrote(data_dir, tmp_path, capsys, content):
-    """C1, C2: --overwrite replaces a run's own files; a ckpt.pt is judged by what is in it, as config.json is."""
+    """C1, C2 (and the eighth pass's F1-2): --overwrite replaces a run's own files; a ckpt.pt is judged by what is in
+    it, as config.json is: torch.save's layout, and the checkpoint's own keys pickled."""
+    import zipfile
     path = tmp_path / "ckpt.pt"
     if content == "bytes":
         path.write_bytes(b"my model, trained for a week")
+    elif content == "a zip naming the fields in passing":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("thesis/data.pkl", b"chapter 3: data_rng and torch_rng")
+            z.writestr("thesis/version", b"3")
     else:
         torch.save({"model": {"w": torch.ones(2)}, "iter_num": 5000, "best_val_loss": 2.9}, path)   # a nanoGPT-like one
     kept = path.read_bytes()
