@@ -143,6 +143,10 @@ def main(argv):
         if c.bench < 1:
             raise ValueError(f"--bench must be >= 1, the steps to time (got {c.bench})")
         return (bench_against_baseline if c.bench_baseline else bench)(c)
+    steps = [a[len("--bench="):] for a in argv if a.startswith("--bench=")]
+    if steps and steps[-1].lstrip("-").isdigit() and int(steps[-1]) < 1:  # (train.py's own check allows 0: no bench)
+        print(f"bench.py: --bench must be >= 1, the steps to time (got {steps[-1]})", file=sys.stderr)
+        return 2
     return train.main(["--bench=10", *argv], task=task, prog="bench.py", doc=__doc__)
 
 

@@ -98,15 +98,16 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
         raise TrainingError(f"--resume: {path} was trained with optimizer={made_with} (now {config.optimizer}): its "
                             f"saved optimizer state means nothing to {config.optimizer}; resume with "
                             f"--optimizer={made_with}, or start a new run")
-    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
-    if diff:
-        raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
-    # the data's identity; a field an older checkpoint lacks (the token files' sha256) is not compared
+    # the data's identity, before the model's fields: with vocab=corpus a changed text also changes vocab_size, and
+    # the text is the cause; a field an older checkpoint lacks (the token files' sha256) is not compared
     diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in (data or {}).items()
             if k in state["data"] and state["data"][k] != v]
     if diff:
         raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
                             f"silently fine-tune it on this data. Start a new run with another --out_dir instead")
+    diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
+    if diff:
+        raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
     check_run_settings(path, saved, config)
     if state["step"] > config.max_iters:
         raise TrainingError(f"--resume: {path} is at step {state['step']}, past --max_iters={config.max_iters}: "

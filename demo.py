@@ -265,10 +265,15 @@ def load_result(path=COMMITTED):
         raise ValueError(f"{path} is not JSON") from None
     if not isinstance(result, dict) or not {"settings", "gaps", "verdicts", "runs"} <= set(result):
         raise ValueError(f"{path} is not a demo result (it lacks settings, gaps, verdicts or runs)")
+    if records.edited(result):  # (a demo.json written before results were sealed can't say)
+        raise ValueError(f"{path} was edited since demo.py wrote it (its sha256 no longer matches its content)")
     try:
         seeds, opts = seeds_of(result["settings"]["seeds"]), optimizers_of(result["settings"]["optimizers"])
         for problem in filter(None, map(curve_problem, result["runs"])):
             raise ValueError(f"a run in it is damaged: {problem}")
+        ids = [(r["optimizer"], r["arm"], r["seed"]) for r in result["runs"]]
+        if len(set(ids)) != len(ids):  # a run added twice would weigh twice where its curve is read
+            raise ValueError("it holds a run twice (the same optimizer, arm and seed)")
         gaps, verdicts, flip = answer(result["runs"], seeds, opts)
         for opt, v in verdicts.items():
             old = result["verdicts"][opt]

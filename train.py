@@ -113,7 +113,7 @@ class Run:
     history: list  # the logged rows
     ckpt_step: int  # the step of the last checkpoint this run wrote or resumed from (last_checkpoint)
     emb0: torch.Tensor  # E at init, with log_rows (probes.row_probe)
-    run_id: str  # the run's name, kept by its checkpoint and config.json: a run's files are the run's its checkpoint names
+    run_id: str  # the run's name, in its checkpoint and config.json: a run's files are those of the run its ckpt names
     first_bad: torch.Tensor = None  # the first step whose loss was not finite (-1: none), on the device
     t0: float = 0.0  # wall-clock start, and the time and step of the last logged row (tokens/s)
     t_last: float = 0.0

@@ -102,6 +102,8 @@ def load_text(dataset="shakespeare", input=None, log=print):
     if input is not None:
         if os.path.isdir(input):
             raise ValueError(f"--input {input} is a folder, not a text file; give the file inside it")
+        if os.path.exists(input) and not os.path.isfile(input):
+            raise ValueError(f"--input {input} is not a regular file (a device or a pipe?): give a text file")
         if not os.path.isfile(input):
             raise FileNotFoundError(f"--input file not found: {input}")
         text, sha = read_text(input, "--input")
@@ -173,6 +175,7 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
         tokens=len(ids), train_tokens=split, val_tokens=len(ids) - split,
         distinct_tokens=int(len(np.unique(ids))),
         repeat_fraction=float((ids[1:] == ids[:-1]).mean()),  # r: targets equal to their input token
+        val_fraction=val_fraction,  # kept when a changed text is prepared again (ensure_prepared)
         **hashes,  # the token files' own identity: a file damaged in place is caught (check_prepared)
     )
     _atomic_write(os.path.join(out, "meta.json"), json.dumps(meta, indent=2).encode())
@@ -307,12 +310,14 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
         if dataset == "shakespeare" and input is None and meta["corpus"] != "shakespeare":
             log(f"{d} holds the {meta['corpus']} fallback, not Shakespeare: trying Shakespeare again")
             return prepare(dataset, input, log=log)
+        fraction = meta.get("val_fraction", 0.1)  # the split the user chose (older meta.json: the default)
+        fraction = fraction if isinstance(fraction, float) and 0.0 < fraction < 1.0 else 0.1
         if os.path.isfile(source) and meta["sha256"] != _source_sha256(source):  # (a folder there is no text)
             log(f"{source} changed since {d} was prepared: preparing it again")
-            return prepare(dataset, input, log=log)
+            return prepare(dataset, input, fraction, log=log)
         if "train_sha256" not in meta and (os.path.isfile(source) or name == "pydoc_topics"):
             log(f"{d} was prepared before token files were hashed: preparing it again")
-            return prepare(dataset, input, log=log)
+            return prepare(dataset, input, fraction, log=log)
         check_prepared(name, meta)
         return meta
     return prepare(dataset, input, log=log)

@@ -44,7 +44,8 @@ from data.prepare import load_data  # noqa: E402
 from research.plans import LOGN_SIGMA, SCALES, config_for, pending_decisions, plan  # noqa: E402
 from config import Config  # noqa: E402
 from probes import window_losses  # noqa: E402
-from rundir import check_out_folder, open_lock, remove_run_files  # noqa: E402
+from checkpoint import written_by_a_run  # noqa: E402
+from rundir import check_out_folder, not_a_runs, open_lock, remove_run_files  # noqa: E402
 from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
 from tiedgpt import GPT  # noqa: E402
 from errors import Diverged, TrainingError, print_help  # noqa: E402
@@ -107,8 +108,14 @@ def _ckpt_folder(ckpt_dir, rid):
 
 
 def _ckpt_step(folder):
-    """The step of the checkpoint in `folder` (a run's --ckpt_dir folder), or 0 if it holds none."""
+    """The step of the checkpoint in `folder` (a run's --ckpt_dir folder), or 0 if it holds none. A file there that
+    no run wrote is refused in one line (SystemExit): the run would replace it."""
     path = os.path.join(folder, "ckpt.pt")
+    foreign = [f for f in ("config.json", "metrics.jsonl") if not_a_runs(os.path.join(folder, f))]
+    if foreign or os.path.isfile(path) and not written_by_a_run(path):
+        what = f"a tiedgpt run's {foreign[0]}" if foreign else "a checkpoint a tiedgpt run wrote"
+        raise SystemExit(f"reproduce.py: {os.path.join(folder, (foreign or ['ckpt.pt'])[0])} is not {what}: the "
+                         f"run would replace it; move it away, or give another --ckpt_dir")
     if not os.path.exists(path):
         return 0
     try:

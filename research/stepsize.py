@@ -143,7 +143,11 @@ def load(folder=COMMITTED, dataset="shakespeare"):
             own = file_name(rec["optimizer"], lr_of(rec), rec["arm"], rec["seed"])
             if name != own:  # a copy or a renamed file would count twice, or stand in for the run of that name
                 raise ValueError(f"{path} holds the run of {own}: a copied or renamed record; move it aside")
-            if not finished(path, run_config(rec["optimizer"], lr_of(rec), rec["arm"], rec["seed"], dataset)):
+            config = run_config(rec["optimizer"], lr_of(rec), rec["arm"], rec["seed"], dataset)
+            if "text_sha256" in rec and rec["text_sha256"] != workers.text_sha256(config):
+                raise ValueError(f"{path} was made on another text than data/{dataset}'s now: keep one text's runs in "
+                                 f"the folder")
+            if not finished(path, config):
                 raise ValueError(f"{path} was not made with the sweep's settings (d, steps, batch...): the verdicts "
                                  f"are read at its step 100; keep only the sweep's runs in the folder")
             out.append(rec)

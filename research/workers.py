@@ -21,7 +21,7 @@ import time
 import torch
 from tqdm.auto import tqdm
 
-from research.records import write_atomic
+from research.records import edited, write_atomic
 from train import train
 
 if multiprocessing.parent_process() is not None:  # a worker process: Ctrl-C is the main process's to handle
@@ -77,6 +77,8 @@ def curve_problem(rec, steps=None):
     val losses), else what is wrong with it, in a few words."""
     if not isinstance(rec, dict):
         return "not a JSON object"
+    if edited(rec):
+        return "it was edited since its run wrote it (its sha256 no longer matches its content)"
     cfg = rec.get("config")
     if isinstance(cfg, dict) and any(rec.get(k) != cfg.get(c) for k, c in (("optimizer", "optimizer"),
                                                                            ("arm", "head"), ("seed", "seed"))):
@@ -100,7 +102,8 @@ def record_of(path, config):
             rec = json.load(f)
     except (OSError, ValueError, RecursionError):  # (RecursionError: nested too deep to read)
         return None
-    same = isinstance(rec, dict) and rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
+    same = isinstance(rec, dict) and not edited(rec) and \
+        rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
     # and made on the text there now (records made before runs kept it can't say: taken as they are)
     return rec if same and ("text_sha256" not in rec or rec["text_sha256"] == text_sha256(config)) else None
 

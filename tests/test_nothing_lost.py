@@ -686,7 +686,7 @@ def test_reproduce_never_deletes_a_users_files_in_its_checkpoint_folder(tiny_dat
                 max_iters=2, eval_interval=2, head="tied", seed=2, dataset="pydoc_topics")
     (tmp_path / "k").mkdir()
     os.symlink(user, R._ckpt_folder(str(tmp_path / "k"), R.run_id("main", "tied", 2)))
-    with pytest.raises(TrainingError, match="not a tiedgpt run's config.json"):
+    with pytest.raises(SystemExit, match="not a tiedgpt run's config.json"):
         R.run_one("main", "tied", tiny, log=quiet, ckpt_dir=str(tmp_path / "k"))
     assert (user / "config.json").read_text() == '{"app": 9}'
 
@@ -1061,7 +1061,7 @@ def test_reproduce_ckpt_dir_never_deletes_a_ckpt_pt_no_run_wrote(tmp_path, monke
     folder = tmp_path / "ckpts" / "main__tied__seed=1"
     folder.mkdir(parents=True)
     (folder / "ckpt.pt").write_bytes(b"my model, trained for a week")
-    with pytest.raises(TrainingError, match="not a checkpoint a tiedgpt run wrote"):
+    with pytest.raises(SystemExit, match="not a checkpoint a tiedgpt run wrote.*--ckpt_dir"):
         R.main("live", out=str(tmp_path / "o"), seeds=[1], arms=["tied"], groups=["main"], log=quiet,
                ckpt_dir=str(tmp_path / "ckpts"))
     assert (folder / "ckpt.pt").read_bytes() == b"my model, trained for a week"
@@ -1154,3 +1154,113 @@ def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_d
             P.load_meta("pydoc_topics")
     finally:
         open(meta, "w").write(kept)
+
+
+# --- what a tool wrote is sealed with its content's sha256 (the eighth pass's F4-1, de2, dl7c, ssr4) ------------------
+
+def test_a_demo_result_or_run_edited_since_it_was_written_is_never_taken_as_the_demos(tiny_data, tmp_path):
+    """F4-1: a demo.json of the user's editing is kept, not replaced; de2: an edited run file is made again, not read."""
+    import demo as D
+    args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
+    assert D.main(args, log=quiet) == 0
+    result = json.loads((tmp_path / "demo.json").read_text())
+    result["notes"] = "mine"
+    (tmp_path / "demo.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError, match="edited since demo.py wrote it"):
+        D.load_result(str(tmp_path / "demo.json"))
+    run = sorted((tmp_path / "runs").glob("*.json"))[0]
+    rec = json.loads(run.read_text())
+    rec["val"][-1] = 0.5                                           # a better last loss, typed in
+    run.write_text(json.dumps(rec))
+    said = []
+    assert D.main(args, log=said.append) == 0
+    (kept,) = tmp_path.glob("demo.json.set-aside-*")
+    assert json.loads(kept.read_text())["notes"] == "mine"
+    assert json.loads(run.read_text())["val"][-1] != 0.5 and list((tmp_path / "runs").glob("*.set-aside-*"))
+
+
+def test_a_reproduce_record_edited_since_its_run_wrote_it_is_refused(tmp_path):
+    from research import records
+    out, record = _committed_live_record(tmp_path)
+    path = out / "main__tied__seed=1.json"
+    records.write_atomic(str(path), record)
+    assert len(records.load_runs(str(out))) == 1
+    sealed = json.loads(path.read_text())
+    sealed["history"][-1]["val_loss"] -= 0.1                     # a better last loss, typed in
+    path.write_text(json.dumps(sealed))
+    with pytest.raises(ValueError, match="edited since its run wrote it"):
+        records.load_runs(str(out))
+
+
+def test_a_committed_demo_result_holding_a_run_twice_is_refused(tmp_path):
+    import demo as D
+    result = json.loads(open(D.COMMITTED).read())
+    twin = dict(result["runs"][0], val=[v + 5 for v in result["runs"][0]["val"]])
+    result["runs"].insert(0, twin)
+    (tmp_path / "demo.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError, match="holds a run twice"):
+        D.load_result(str(tmp_path / "demo.json"))
+
+
+@pytest.mark.corpus  # (the text's sha256 is the prepared default corpus's)
+def test_the_sweep_report_names_another_text_as_the_reason_a_run_is_refused(tmp_path, capsys):
+    Z, runs = _stepsize_runs(tmp_path)
+    path = runs / "tiger_lr=0.01__logn__seed=2.json"
+    record = json.loads(path.read_text())
+    record["text_sha256"] = "0" * 64
+    path.write_text(json.dumps(record))
+    assert Z.main(["--report=true", f"--runs={runs}"]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and "another text" in err
+
+
+# --- the eighth pass's wrong reasons: each refusal names its real cause ---------------------------------------------
+
+def test_resuming_after_the_text_changed_names_the_text_not_the_vocabulary(tmp_path, monkeypatch):
+    """s1: with vocab=corpus a changed text also changes n; the refusal names the data, the cause."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    text = tmp_path / "book.txt"
+    text.write_text(open(os.path.join(os.path.dirname(P.__file__), "README.md")).read() * 3)
+    tiny_run(tmp_path / "run", 2, input=str(text), dataset="shakespeare", vocab="corpus")
+    text.write_text(text.read_text() + " Zygomorphic quetzalcoatl.\n")
+    with pytest.raises(TrainingError, match="trained on other data"):
+        tiny_run(tmp_path / "run", 4, input=str(text), dataset="shakespeare", vocab="corpus", resume=True)
+
+
+def test_an_input_that_is_a_device_is_named_as_no_regular_file(capsys):
+    import data.prepare as P
+    assert P.main(["--input=/dev/null"]) != 0
+    err = capsys.readouterr().err
+    assert one_line(err) and "not a regular file" in err
+
+
+def test_a_changed_text_is_prepared_again_with_the_split_it_was_prepared_with(tmp_path, monkeypatch):
+    """q2: --val_fraction=0.5, then the text changes: the next run prepares it at 0.5 again, not the default 0.1."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    text = tmp_path / "book.txt"
+    text.write_text("A book of my own, split in half. " * 40)
+    P.prepare(input=str(text), val_fraction=0.5, log=quiet)
+    text.write_text("A book of my own, split in half, and edited. " * 40)
+    meta = P.ensure_prepared(input=str(text), log=quiet)
+    assert meta["val_fraction"] == 0.5 and abs(meta["val_tokens"] - meta["train_tokens"]) <= 1
+
+
+def test_bench_with_negative_steps_says_the_least_it_takes_as_it_does_for_zero(capsys):
+    """bn2: train.py's own check (0 means no bench) answered first, with '>= 0'."""
+    import bench
+    assert bench.main(["--bench=-1"]) == 2 and ">= 1" in capsys.readouterr().err
+
+
+def test_a_users_config_json_in_a_ckpt_dir_run_folder_is_refused_naming_the_ckpt_dir(tmp_path, monkeypatch):
+    """ck2: reproduce's flag is --ckpt_dir; its refusal says so, before anything trains."""
+    from research import reproduce as R
+    monkeypatch.setattr(R, "train", lambda *a, **k: pytest.fail("trained beside a file of the user's"))
+    folder = tmp_path / "ckpts" / "main__tied__seed=1"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"app": 9}')
+    with pytest.raises(SystemExit, match="not a tiedgpt run's config.json.*--ckpt_dir"):
+        R.main("live", out=str(tmp_path / "o"), seeds=[1], arms=["tied"], groups=["main"], log=quiet,
+               ckpt_dir=str(tmp_path / "ckpts"))
+    assert (folder / "config.json").read_text() == '{"app": 9}'

@@ -217,10 +217,16 @@ def test_main_removes_a_finished_runs_checkpoint_and_says_where_a_stopped_one_is
     assert "has a checkpoint in" in err and str(ckpt) in err
 
 
-def test_an_unreadable_checkpoint_costs_a_restart_not_a_traceback(tmp_path, capsys):
-    (tmp_path / "ckpt.pt").write_bytes(b"not a checkpoint")
+def test_an_unreadable_checkpoint_costs_a_restart_and_a_file_no_run_wrote_is_refused(tmp_path, capsys):
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "ckpt.pt", "w") as z:           # a run's checkpoint, its pickle cut short
+        z.writestr("archive/data.pkl", b"\x80\x02}q\x00(X\x08\x00\x00\x00data_rngX\t\x00\x00\x00torch_rng")
+        z.writestr("archive/version", b"3")
     assert R._ckpt_step(str(tmp_path)) == 0
     assert "starts over" in capsys.readouterr().err
+    (tmp_path / "ckpt.pt").write_bytes(b"not a checkpoint")       # the run would replace it: refused, kept
+    with pytest.raises(SystemExit, match="not a checkpoint a tiedgpt run wrote"):
+        R._ckpt_step(str(tmp_path))
 
 
 @pytest.mark.slow
