@@ -72,6 +72,8 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     settings (RUN_FIELDS), or on other data. Every refusal is one line that names the field."""
     if not os.path.exists(path):
         raise TrainingError(f"--resume: no checkpoint at {path}")
+    if not os.path.isfile(path):
+        raise TrainingError(f"--resume: {path} is not a regular file (a folder, a FIFO or a device?), so no checkpoint")
     try:  # torch.save writes a zip whose every part carries a CRC-32; torch.load does not check them
         with zipfile.ZipFile(path) as z:
             bad = z.testzip()
@@ -124,6 +126,8 @@ def written_by_a_run(path):
     <name>/data.pkl beside <name>/version), whose pickle (protocol 2, torch's) holds the keys only a tiedgpt checkpoint
     has, data_rng and torch_rng, as pickled strings. Read as bytes, never unpickled: the file may be large, or made to
     run code. --overwrite deletes only such a file; one damaged in its pickle is not one, and stays."""
+    if not os.path.isfile(path):  # (a FIFO would make the read below wait forever)
+        return False
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()

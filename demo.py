@@ -39,7 +39,7 @@ from config import Config, convert
 from config import parse_args as config_parse_args
 from data.prepare import load_data
 from errors import TrainingError
-from files import set_aside, write_file
+from files import set_aside, special, write_file
 from machine import available_cores, cpu_name, in_notebook, loadavg, setup_device
 from research import records
 from research.figures import OPT_NAMES
@@ -257,6 +257,8 @@ def load_result(path=COMMITTED):
     """A demo result (demo.json) as a dict, its gaps and verdicts recomputed from its runs' val curves. ValueError,
     one line, for a file that is not a whole demo result, or whose stored verdicts are not what its runs give."""
     try:
+        if special(path):  # a FIFO: reading it would wait forever
+            raise OSError(0, "not a regular file")
         with open(path) as f:
             result = json.load(f)
     except OSError as e:
@@ -378,7 +380,7 @@ def _main(argv, log):
     jobs, reused = [], 0
     for config in configs:
         path = run_path(runs_dir, config)
-        if not s.fresh and finished_run(path, config) is not None:
+        if not s.fresh and finished_run(path, config, sealed=True) is not None:
             reused += 1
         else:
             if not s.fresh and os.path.lexists(path):  # damaged, edited or another config's: kept, not written over

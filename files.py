@@ -4,6 +4,7 @@ run records, token files, figures) goes through write_file; set_aside gives a ke
 """
 
 import os
+import stat
 import tempfile
 import time
 
@@ -26,6 +27,16 @@ def write_file(path, write, mode="w"):
             pass
         raise
     return path
+
+
+def special(path):
+    """True if `path` is there but neither a regular file nor a folder (a FIFO, a device, a socket; through a link
+    too): opening one to read can wait forever, so every reader refuses it first."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _umask():

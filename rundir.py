@@ -16,7 +16,7 @@ import torch
 
 from checkpoint import load_checkpoint, written_by_a_run
 from errors import TrainingError
-from files import set_aside, write_file
+from files import set_aside, special, write_file
 from machine import environment
 
 
@@ -112,6 +112,11 @@ def claim_out_dir(c):
         release_out_dir(lock, refused=True)
         raise TrainingError(f"{os.path.join(d, links[0])} is a link to {os.path.realpath(os.path.join(d, links[0]))}: "
                             f"a run writes only files of its own; remove the link, or give another --out_dir")
+    odd = [f for f in RUN_FILES if special(os.path.join(d, f))]
+    if odd:  # a FIFO or a device: reading it could wait forever, and it is no run's file
+        release_out_dir(lock, refused=True)
+        raise TrainingError(f"{os.path.join(d, odd[0])} is not a regular file (a FIFO or a device?): a run's files "
+                            f"are its own regular files; move it away, or give another --out_dir")
     foreign = [f for f in ("config.json", "metrics.jsonl") if not_a_runs(os.path.join(d, f))]
     if foreign:  # a file of the user's under a run file's name: --overwrite and --resume would replace it too
         release_out_dir(lock, refused=True)
@@ -231,7 +236,7 @@ def check_still_claimed(lock):
     if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
         raise TrainingError(f"{lock.path} was removed or replaced while this run held it: another run may be writing "
                             f"in {os.path.dirname(lock.path)}, so this one stops without writing more (its last "
-                            f"checkpoint stands)")
+                            f"checkpoint stands, unless the other run replaced it)")
 
 
 def release_out_dir(lock, refused=False):
@@ -314,8 +319,8 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
     step, token count and running loss sum, and the metrics rows before its step (later ones will be redone): the
     checkpoint's own, so a metrics.jsonl that does not hold them (another run's, edited, damaged) is set aside, kept
-    whole beside it, by the master process; so is a metrics.jsonl whose config.json names another run (at step 0 the
-    rows can't tell: there are none before it)."""
+    whole beside it, by the master process; so is a metrics.jsonl whose config.json does not name the checkpoint's run
+    (at step 0 the rows can't tell: there are none before it)."""
     # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
     # which load_checkpoint makes sure is the checkpoint's
     state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None, run_id=uuid.uuid4().hex,
@@ -350,8 +355,9 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
             same = read_metrics(metrics, before=state["step"]) == state["history"]
         except TrainingError:
             same = False
-        named = run_named(os.path.join(c.out_dir, "config.json"))
-        same = same and (named is None or saved.get("run_id") is None or named == saved["run_id"])
+        # a checkpoint that names its run owns only the files of a config.json naming the same run (a config.json
+        # missing, or from before config.json named its run, is not that run's: at step 0 rows can't tell at all)
+        same = same and (saved.get("run_id") is None or run_named(os.path.join(c.out_dir, "config.json")) == saved["run_id"])
         if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
             suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
             log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or its config.json names "

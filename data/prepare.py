@@ -29,10 +29,10 @@ import urllib.request
 import numpy as np
 
 try:
-    from files import write_file
+    from files import special, write_file
 except ImportError:  # run as `python data/prepare.py`: the repository root, where files.py is, is the folder above
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from files import write_file
+    from files import special, write_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BPE_FILE = os.path.join(HERE, "r50k_base.tiktoken")
@@ -196,8 +196,9 @@ def own_files(dataset, parts=None):
     d = dataset_dir(dataset)
     present = [f for f in ("train.bin", "val.bin", "meta.json") if os.path.lexists(os.path.join(d, f))]
     for f in present:
-        if os.path.isdir(os.path.join(d, f)):
-            raise ValueError(f"{os.path.join(d, f)} is a folder, not prepare.py's {f}: move it away and run again")
+        if os.path.isdir(os.path.join(d, f)) or special(os.path.join(d, f)):
+            raise ValueError(f"{os.path.join(d, f)} is a folder or a FIFO, not prepare.py's {f}: move it away and run "
+                             f"again")
     if not present or parts and all(f in parts and _same_bytes(os.path.join(d, f), parts[f]) for f in present):
         return None
     try:
@@ -256,6 +257,8 @@ def load_meta(dataset):
     fix = refix(dataset)
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder, not prepare.py's meta.json: move it away and run again")
+    if special(path):  # a FIFO: reading it would wait forever
+        raise ValueError(f"{path} is not a regular file (a FIFO or a device?): move it away and run again")
     try:
         with open(path) as f:
             meta = json.load(f)
@@ -310,8 +313,11 @@ def ensure_prepared(dataset="shakespeare", input=None, log=print):
         if dataset == "shakespeare" and input is None and meta["corpus"] != "shakespeare":
             log(f"{d} holds the {meta['corpus']} fallback, not Shakespeare: trying Shakespeare again")
             return prepare(dataset, input, log=log)
-        fraction = meta.get("val_fraction", 0.1)  # the split the user chose (older meta.json: the default)
-        fraction = fraction if isinstance(fraction, float) and 0.0 < fraction < 1.0 else 0.1
+        # the split the user chose, as the token counts show it (a val_fraction they don't bear out is not taken)
+        fraction = meta.get("val_fraction")
+        if not (isinstance(fraction, float) and 0.0 < fraction < 1.0
+                and int(meta["tokens"] * (1 - fraction)) == meta["train_tokens"]):
+            fraction = meta["val_tokens"] / meta["tokens"] if 0 < meta["val_tokens"] < meta["tokens"] else 0.1
         if os.path.isfile(source) and meta["sha256"] != _source_sha256(source):  # (a folder there is no text)
             log(f"{source} changed since {d} was prepared: preparing it again")
             return prepare(dataset, input, fraction, log=log)

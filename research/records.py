@@ -11,7 +11,7 @@ import subprocess
 
 import numpy as np
 
-from files import write_file
+from files import special, write_file
 from research import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,6 +36,8 @@ def committed_path(scale):
 
 def _read_json(path):
     """A JSON file's contents, or one line naming the file."""
+    if special(path):  # a FIFO: reading it would wait forever
+        raise ValueError(f"{path} is not a regular file (a FIFO or a device?): move it aside")
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)

@@ -112,7 +112,7 @@ def _ckpt_step(folder):
     no run wrote is refused in one line (SystemExit): the run would replace it."""
     path = os.path.join(folder, "ckpt.pt")
     foreign = [f for f in ("config.json", "metrics.jsonl") if not_a_runs(os.path.join(folder, f))]
-    if foreign or os.path.isfile(path) and not written_by_a_run(path):
+    if foreign or os.path.lexists(path) and not written_by_a_run(path):  # (a FIFO too: reading it would hang)
         what = f"a tiedgpt run's {foreign[0]}" if foreign else "a checkpoint a tiedgpt run wrote"
         raise SystemExit(f"reproduce.py: {os.path.join(folder, (foreign or ['ckpt.pt'])[0])} is not {what}: the "
                          f"run would replace it; move it away, or give another --ckpt_dir")

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 import demo
-from files import set_aside
+from files import set_aside, special
 from research import workers
 from research import figures
 from research.stats import interval
@@ -107,13 +107,14 @@ def run_one(config, on_step=lambda step: None):
     return rec
 
 
-def finished(path, config):
+def finished(path, config, sealed=False):
     """Whether `path` holds a result of `config`: a finished run (workers.finished_run), or a diverged one (a result
-    too, kept with its curve up to the divergence)."""
-    if workers.finished_run(path, config) is not None:
+    too, kept with its curve up to the divergence). sealed: as workers.finished_run's (a run reused by the sweep)."""
+    if workers.finished_run(path, config, sealed) is not None:
         return True
     rec = workers.record_of(path, config)
-    return rec is not None and rec.get("diverged") is not None and workers.curve_problem(rec) is None
+    return rec is not None and rec.get("diverged") is not None and workers.curve_problem(rec) is None \
+        and (not sealed or "sha256" in rec)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -129,6 +130,8 @@ def load(folder=COMMITTED, dataset="shakespeare"):
         if name.endswith(".json"):
             path = os.path.join(folder, name)
             try:
+                if special(path):  # a FIFO: reading it would wait forever
+                    raise OSError("not a regular file")
                 with open(path) as f:
                     rec = json.load(f)
             except (OSError, ValueError, RecursionError) as e:  # (nested too deep to read)
@@ -385,7 +388,7 @@ def main(argv):
         return 2
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
-    todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again ...
+    todo = [(p, c) for p, c in jobs if not finished(p, c, sealed=True)]  # a missing, damaged or unsealed file ...
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
     try:
         for p, _ in todo:

@@ -97,6 +97,8 @@ def curve_problem(rec, steps=None):
 
 def record_of(path, config):
     """The JSON record at `path` if it was made with exactly `config`, else None (missing, damaged or foreign)."""
+    if not os.path.isfile(path):  # (a FIFO would make the read below wait forever)
+        return None
     try:
         with open(path) as f:
             rec = json.load(f)
@@ -108,11 +110,14 @@ def record_of(path, config):
     return rec if same and ("text_sha256" not in rec or rec["text_sha256"] == text_sha256(config)) else None
 
 
-def finished_run(path, config):
+def finished_run(path, config, sealed=False):
     """The record at `path` if it is a finished run of exactly `config` with a whole, finite val curve, else None (a
-    missing, damaged or foreign file is re-made)."""
+    missing, damaged or foreign file is re-made). sealed: only a record sealed as written (records.write_atomic), as a
+    run reused from a tool's own folder must be; an unsealed one can't show it was not edited (the committed records,
+    made before records were sealed, are read without it)."""
     rec = record_of(path, config)
-    return rec if rec is not None and curve_problem(rec, measured_steps(config)) is None else None
+    ok = rec is not None and curve_problem(rec, measured_steps(config)) is None and (not sealed or "sha256" in rec)
+    return rec if ok else None
 
 
 def expected_seconds(c, steps, evals, windows, jobs, workers, threads):
