@@ -7,6 +7,7 @@ what a run computes (RUN_FIELDS). Every refusal is one line that names the field
 
 import dataclasses
 import hashlib
+import json
 import math
 import os
 import re
@@ -157,18 +158,25 @@ def _is_state(v):
 
 
 def _is_history(rows, step):
-    """Metrics rows as save_checkpoint keeps them: dicts whose whole steps increase and come before the checkpoint's."""
+    """Metrics rows as save_checkpoint keeps them: JSON-able dicts (metrics.jsonl is written from them) whose whole
+    steps strictly increase and come before the checkpoint's."""
     steps = [r.get("step") if isinstance(r, dict) else None for r in rows] if isinstance(rows, list) else [None]
-    return _is_int(step) and all(_is_int(s) and 0 <= s < step for s in steps) and steps == sorted(steps)
+    try:
+        json.dumps(rows)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return _is_int(step) and all(_is_int(s) and 0 <= s < step for s in steps) and \
+        all(a < b for a, b in zip(steps, steps[1:]))
 
 
 def check_contents(path, state):
     """The plain fields of a checkpoint have the types and ranges save_checkpoint writes."""
     checks = [("step", _is_int(state["step"]) and state["step"] >= 0, "a whole number >= 0"),
-              ("tokens", _is_int(state["tokens"]) and state["tokens"] >= 0, "a whole number >= 0"),
+              ("tokens", _is_int(state["tokens"]) and 0 <= state["tokens"] < 2 ** 63, "a whole number in [0, 2**63)"),
               ("n_summed", _is_int(state["n_summed"]) and state["n_summed"] >= 0, "a whole number >= 0"),
               ("loss_sum", isinstance(state["loss_sum"], (int, float)) and not isinstance(state["loss_sum"], bool)
-               and math.isfinite(state["loss_sum"]), "a finite number"),
+               and math.isfinite(state["loss_sum"]) and state["loss_sum"] >= 0,
+               "a finite number >= 0 (a sum of cross-entropy losses)"),
               ("data", isinstance(state["data"], dict), "a dict"),
               ("model", isinstance(state["model"], dict), "a dict of tensors"),
               ("optimizer", isinstance(state["optimizer"], dict) and isinstance(state["optimizer"].get("state"), dict)

@@ -130,6 +130,11 @@ def claim_out_dir(c):
                                 f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
         raise TrainingError(f"{d} holds an earlier run's {' and '.join(earlier)} (no checkpoint to resume): "
                             f"--out_dir=NEW starts a new run beside them, --overwrite=true replaces them")
+    folders = [f for f in RUN_FILES if os.path.isdir(os.path.join(d, f))] if c.overwrite else []
+    if folders:  # before anything is removed: a refusal midway would leave the run half deleted
+        release_out_dir(lock, refused=True)
+        raise TrainingError(f"{os.path.join(d, folders[0])} is a folder, not a run's file: --overwrite removes only "
+                            f"a run's own files; move it away, or give another --out_dir")
     if c.overwrite:  # a checkpoint is judged by its content too: --overwrite deletes only what a run wrote
         kept = [f for f in ("ckpt.pt",) if os.path.isfile(os.path.join(d, f)) and not written_by_a_run(os.path.join(d, f))]
         if kept:

@@ -159,6 +159,9 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
     if len(ids) < 100:
         raise ValueError(f"corpus {source} has only {len(ids)} tokens; need at least 100")
     split = int(len(ids) * (1 - val_fraction))
+    if not 0 < split < len(ids):  # (1 - 1e-17 is 1.0 in floating point: every token would train)
+        raise ValueError(f"val_fraction={val_fraction} leaves {'no' if split >= len(ids) else 'every'} token of the "
+                         f"{len(ids):,} for validation: give a fraction that leaves some for each split")
     out = dataset_dir(dataset)
     parts = {"train.bin": ids[:split].tobytes(), "val.bin": ids[split:].tobytes()}
     before = own_files(dataset, parts)  # the folder's earlier preparation, or None; files it did not make are refused
@@ -278,6 +281,8 @@ def check_prepared(dataset, meta):
     fix = refix(dataset)
     for split in ("train", "val"):
         path = os.path.join(dataset_dir(dataset), f"{split}.bin")
+        if special(path):  # a FIFO: reading it would wait forever
+            raise ValueError(f"{path} is not a regular file (a FIFO or a device?): {fix}")
         size = os.path.getsize(path)
         if size % 2:
             raise ValueError(f"{path} has an odd size ({size} bytes), so it is not uint16 tokens: {fix}")

@@ -113,6 +113,8 @@ def check_record(r, where):
     for i, h in enumerate(r["history"]):
         if not isinstance(h, dict) or wrong(h.get("step"), int):
             raise ValueError(f"{where}: its history[{i}] is not a row with a whole 'step'")
+        if i and h["step"] <= r["history"][i - 1]["step"]:  # a row twice, or out of order, would weigh wrong
+            raise ValueError(f"{where}: its history[{i}] (step {h['step']}) does not come after the row before it")
         bad = [k for k, v in h.items() if k != "step" and v is not None and wrong(v, (int, float))]
         if bad:
             raise ValueError(f"{where}: its history[{i}][{bad[0]!r}] is {repr(h[bad[0]])[:30]}, not a number")

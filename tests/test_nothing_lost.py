@@ -1355,3 +1355,77 @@ def test_a_val_fraction_the_token_counts_do_not_bear_out_is_not_taken(tmp_path, 
     text.write_text("A book of my own, split as usual, and edited. " * 40)
     again = P.ensure_prepared(input=str(text), log=quiet)
     assert again["val_tokens"] < again["train_tokens"] / 5
+
+
+# --- the tenth pass's finds ---------------------------------------------------------------------------------------------
+
+def test_a_fifo_at_demo_png_is_set_aside_not_waited_on(tiny_data, tmp_path):
+    import demo as D
+    args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
+    assert D.main(args, log=quiet) == 0
+    (tmp_path / "demo.png").unlink()
+    os.mkfifo(tmp_path / "demo.png")
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("waited on the FIFO"))
+    signal.alarm(60)
+    try:
+        assert D.main(args, log=quiet) == 0
+    finally:
+        signal.alarm(0)
+    assert list(tmp_path.glob("demo.png.set-aside-*")) and (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_split_with_no_tokens_on_one_side_is_refused_and_a_fifo_token_file_is_never_read(tmp_path, monkeypatch):
+    """C: 1 - 1e-17 is 1.0, so --val_fraction=1e-17 gave a val split of 0 tokens; B: a FIFO there then hung."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    text = tmp_path / "book.txt"
+    text.write_text("A book of my own, split in two. " * 40)
+    with pytest.raises(ValueError, match="val_fraction=1e-17 leaves no token"):
+        P.prepare(input=str(text), val_fraction=1e-17, log=quiet)
+    meta = P.prepare(input=str(text), log=quiet)
+    d = tmp_path / "data" / meta["dataset"]
+    (d / "val.bin").unlink()
+    os.mkfifo(d / "val.bin")
+    (d / "meta.json").write_text(json.dumps(dict(meta, val_tokens=0, tokens=meta["train_tokens"])))
+    with pytest.raises(ValueError, match="not a regular file"):
+        P.check_prepared(meta["dataset"], P.load_meta(meta["dataset"]))
+
+
+@pytest.mark.parametrize("edit", ["a tensor in a row", "a row twice", "a negative loss sum", "tokens past 2**63"])
+def test_a_crafted_checkpoint_whose_rows_or_sums_no_run_writes_is_refused_in_one_line(data_dir, tmp_path, edit):
+    """D, I: rows that can't be written as JSON (a traceback), a row twice, a loss sum below 0, a token count past
+    any run's: each is a checkpoint no run wrote."""
+    tiny_run(tmp_path, 20, eval_interval=10)
+    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
+    if edit == "a tensor in a row":
+        state["history"][0]["val_loss"] = torch.tensor(1.0)
+    elif edit == "a row twice":
+        state["history"].insert(0, dict(state["history"][0]))
+    elif edit == "a negative loss sum":
+        state["loss_sum"] = -1e308
+    else:
+        state["tokens"] = 2 ** 70
+    torch.save(state, tmp_path / "ckpt.pt")
+    with pytest.raises(TrainingError, match="is damaged") as e:
+        tiny_run(tmp_path, 30, eval_interval=10, lr_decay_iters=20, resume=True)
+    assert one_line(str(e.value))
+
+
+def test_overwrite_refuses_a_folder_under_a_run_files_name_before_removing_anything(data_dir, tmp_path, capsys):
+    """H: the refusal came after ckpt.pt was gone."""
+    tiny_run(tmp_path, 2)
+    (tmp_path / "metrics.jsonl").unlink()
+    (tmp_path / "metrics.jsonl").mkdir()
+    kept = (tmp_path / "ckpt.pt").read_bytes()
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path}", "--overwrite=true"])
+    assert code != 0 and one_line(capsys.readouterr().err) and (tmp_path / "ckpt.pt").read_bytes() == kept
+
+
+def test_a_record_whose_history_repeats_or_reverses_a_step_is_refused(tmp_path):
+    from research import records
+    out, record = _committed_live_record(tmp_path)
+    for rows in (record["history"][:1] + record["history"], record["history"][::-1]):
+        path = out / "main__tied__seed=1.json"
+        path.write_text(json.dumps(dict(record, history=rows)))
+        with pytest.raises(ValueError, match="does not come after the row before it"):
+            records.load_runs(str(out))
