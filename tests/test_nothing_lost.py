@@ -1167,6 +1167,7 @@ def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_d
 
 # --- what a tool wrote is sealed with its content's sha256 (the eighth pass's F4-1, de2, dl7c, ssr4) ------------------
 
+@pytest.mark.slow  # (the tiny demo, twice)
 def test_a_demo_result_or_run_edited_since_it_was_written_is_never_taken_as_the_demos(tiny_data, tmp_path):
     """F4-1: a demo.json of the user's editing is kept, not replaced; de2: an edited run file is made again, not read."""
     import demo as D
@@ -1328,6 +1329,7 @@ def test_a_fifo_under_a_name_a_tool_reads_is_refused_in_one_line_not_waited_on(d
         signal.signal(signal.SIGALRM, old)
 
 
+@pytest.mark.slow  # (the tiny demo, twice)
 def test_the_demo_reuses_only_run_files_sealed_as_written(tiny_data, tmp_path):
     """d9: a run file edited and stripped of its seal reads as an older, unsealed one; the demo makes it again."""
     import demo as D
@@ -1359,6 +1361,7 @@ def test_a_val_fraction_the_token_counts_do_not_bear_out_is_not_taken(tmp_path, 
 
 # --- the tenth pass's finds ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # (the tiny demo, twice)
 def test_a_fifo_at_demo_png_is_set_aside_not_waited_on(tiny_data, tmp_path):
     import demo as D
     args = ["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}"]
