@@ -74,6 +74,14 @@ def made_up_shakespeare(tmp_path, monkeypatch, text):
     return P, tmp_path / "shakespeare"
 
 
+def a_book(tmp_path, monkeypatch, text):
+    """A text of the user's, tmp_path/book.txt holding `text`, prepared into a temp data folder: (data.prepare, path)."""
+    import data.prepare as P
+    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "book.txt").write_text(text)
+    return P, tmp_path / "book.txt"
+
+
 # --- the data are the data that were prepared ----------------------------------------------------------------------
 
 def test_a_token_file_corrupted_in_place_is_refused_not_trained_on(data_dir, tmp_path):
@@ -927,10 +935,7 @@ def test_reproduce_refuses_to_add_runs_on_another_text_to_a_folder(tmp_path):
 @pytest.mark.parametrize("left", [("train.bin", "val.bin"), ("train.bin",)])
 def test_a_first_prepare_interrupted_before_its_meta_json_finishes_when_run_again(tmp_path, monkeypatch, left):
     """The tokens it had written are the very bytes the rerun writes: replacing them loses nothing."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text("A book of my own, prepared in two tries. " * 40)
+    P, text = a_book(tmp_path, monkeypatch, "A book of my own, prepared in two tries. " * 40)
     d = tmp_path / "data" / P.input_name(text)
     P.prepare(input=str(text), log=quiet)
     for f in {"meta.json", "train.bin", "val.bin"} - set(left):
@@ -947,10 +952,7 @@ def test_a_first_prepare_interrupted_before_its_meta_json_finishes_when_run_agai
 def test_meta_json_records_the_sha256_of_the_text_that_was_tokenised_even_if_the_file_changes_meanwhile(
         tmp_path, monkeypatch):
     """C58: a text swapped while prepare.py tokenises must not be recorded as the text the tokens came from."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text("The first text, the one that is read. " * 40)
+    P, text = a_book(tmp_path, monkeypatch, "The first text, the one that is read. " * 40)
     first = P._source_sha256(str(text))
     enc = P.get_encoding()
     real = enc.encode_ordinary
@@ -975,10 +977,7 @@ def test_a_text_with_windows_line_ends_is_tokenised_as_before_and_hashed_as_its_
 
 def test_prepare_never_replaces_a_token_file_its_meta_json_does_not_vouch_for(tmp_path, monkeypatch):
     """C59: a val.bin of the user's beside prepare's valid meta.json, and the text changed: the file is kept."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text("A book of my own, prepared once. " * 40)
+    P, text = a_book(tmp_path, monkeypatch, "A book of my own, prepared once. " * 40)
     meta = P.prepare(input=str(text), log=quiet)
     mine = tmp_path / "data" / meta["dataset"] / "val.bin"
     mine.write_bytes(b"my own tokens")
@@ -1228,10 +1227,7 @@ def test_the_sweep_report_names_another_text_as_the_reason_a_run_is_refused(tmp_
 
 def test_resuming_after_the_text_changed_names_the_text_not_the_vocabulary(tmp_path, monkeypatch):
     """s1: with vocab=corpus a changed text also changes n; the refusal names the data, the cause."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text(open(os.path.join(os.path.dirname(P.__file__), "README.md")).read() * 3)
+    P, text = a_book(tmp_path, monkeypatch, open(os.path.join(ROOT, "data", "README.md")).read() * 3)
     tiny_run(tmp_path / "run", 2, input=str(text), dataset="shakespeare", vocab="corpus")
     text.write_text(text.read_text() + " Zygomorphic quetzalcoatl.\n")
     with pytest.raises(TrainingError, match="trained on other data"):
@@ -1247,10 +1243,7 @@ def test_an_input_that_is_a_device_is_named_as_no_regular_file(capsys):
 
 def test_a_changed_text_is_prepared_again_with_the_split_it_was_prepared_with(tmp_path, monkeypatch):
     """q2: --val_fraction=0.5, then the text changes: the next run prepares it at 0.5 again, not the default 0.1."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text("A book of my own, split in half. " * 40)
+    P, text = a_book(tmp_path, monkeypatch, "A book of my own, split in half. " * 40)
     P.prepare(input=str(text), val_fraction=0.5, log=quiet)
     text.write_text("A book of my own, split in half, and edited. " * 40)
     meta = P.ensure_prepared(input=str(text), log=quiet)
@@ -1347,10 +1340,7 @@ def test_the_demo_reuses_only_run_files_sealed_as_written(tiny_data, tmp_path):
 
 def test_a_val_fraction_the_token_counts_do_not_bear_out_is_not_taken(tmp_path, monkeypatch):
     """p5c: meta.json's val_fraction edited by hand; a changed text is prepared again at the split on disk."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text("A book of my own, split as usual. " * 40)
+    P, text = a_book(tmp_path, monkeypatch, "A book of my own, split as usual. " * 40)
     meta = P.prepare(input=str(text), log=quiet)
     path = tmp_path / "data" / meta["dataset"] / "meta.json"
     path.write_text(json.dumps(dict(meta, val_fraction=0.5)))
@@ -1379,10 +1369,7 @@ def test_a_fifo_at_demo_png_is_set_aside_not_waited_on(tiny_data, tmp_path):
 
 def test_a_split_with_no_tokens_on_one_side_is_refused_and_a_fifo_token_file_is_never_read(tmp_path, monkeypatch):
     """C: 1 - 1e-17 is 1.0, so --val_fraction=1e-17 gave a val split of 0 tokens; B: a FIFO there then hung."""
-    import data.prepare as P
-    monkeypatch.setattr(P, "DATA_DIR", str(tmp_path / "data"))
-    text = tmp_path / "book.txt"
-    text.write_text("A book of my own, split in two. " * 40)
+    P, text = a_book(tmp_path, monkeypatch, "A book of my own, split in two. " * 40)
     with pytest.raises(ValueError, match="val_fraction=1e-17 leaves no token"):
         P.prepare(input=str(text), val_fraction=1e-17, log=quiet)
     meta = P.prepare(input=str(text), log=quiet)
@@ -1427,8 +1414,8 @@ def test_overwrite_refuses_a_folder_under_a_run_files_name_before_removing_anyth
 def test_a_record_whose_history_repeats_or_reverses_a_step_is_refused(tmp_path):
     from research import records
     out, record = _committed_live_record(tmp_path)
-    for rows in (record["history"][:1] + record["history"], record["history"][::-1]):
+    for history in (record["history"][:1] + record["history"], record["history"][::-1]):
         path = out / "main__tied__seed=1.json"
-        path.write_text(json.dumps(dict(record, history=rows)))
+        path.write_text(json.dumps(dict(record, history=history)))
         with pytest.raises(ValueError, match="does not come after the row before it"):
             records.load_runs(str(out))
