@@ -260,6 +260,12 @@ def release_out_dir(lock, refused=False):
         lock.close()
 
 
+def metrics_line(row, run_id):
+    """A row as metrics.jsonl holds it: the row, then the run's name ("run"), so that the file says whose it is
+    even where no rows come before a checkpoint (start_state)."""
+    return json.dumps(row if run_id is None else {**row, "run": run_id}) + "\n"
+
+
 def write_run_files(c, meta, device, world, history, run_id=None):
     """config.json (the run's name, the resolved config, the dataset, the machine) and metrics.jsonl, rewritten
     whole: a resumed run drops the rows past its checkpoint."""
@@ -267,12 +273,12 @@ def write_run_files(c, meta, device, world, history, run_id=None):
     # replaced, not rewritten in place: a hard link to either (a backup made with cp -al, say) keeps its content,
     # and the rows appended later go to this run's own file
     write_file(os.path.join(c.out_dir, "config.json"), lambda f: json.dump(info, f, indent=2))
-    write_file(os.path.join(c.out_dir, "metrics.jsonl"), lambda f: f.writelines(json.dumps(r) + "\n" for r in history))
+    write_file(os.path.join(c.out_dir, "metrics.jsonl"), lambda f: f.writelines(metrics_line(r, run_id) for r in history))
 
 
-def append_row(history, row, path, lock=None):
-    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl, once the run's
-    lock is checked to be still its own (check_still_claimed)."""
+def append_row(history, row, path, lock=None, run_id=None):
+    """A metrics row: into the history, and (with an out_dir) as one more line of metrics.jsonl (naming run_id),
+    once the run's lock is checked to be still its own (check_still_claimed)."""
     history.append(row)
     if lock is not None:
         check_still_claimed(lock)
@@ -285,17 +291,18 @@ def append_row(history, row, path, lock=None):
                             f"without writing there (its last checkpoint stands)") from None
     with f:
         if os.fstat(f.fileno()).st_nlink == 1:
-            f.write(json.dumps(row) + "\n")
+            f.write(metrics_line(row, run_id))
             return
     # hard-linked since it was written (a cp -al backup made mid-run): the run goes on in a file of its own
-    write_file(path, lambda g: g.writelines(json.dumps(r) + "\n" for r in history))
+    write_file(path, lambda g: g.writelines(metrics_line(r, run_id) for r in history))
 
 
-def read_metrics(path, before):
+def read_metrics(path, before, runs=None):
     """The rows of a metrics.jsonl (if there is one) before step `before`, each checked: a JSON object with a whole
-    step. A last line without its newline was cut by a kill while being written, after the checkpoint (rows are
-    appended after their step's checkpoint): it is dropped like every row past the checkpoint. Anything else wrong is
-    one line naming the file and the line."""
+    step; the run's name each line ends with is taken off (and added to the set `runs`, None for a line with none,
+    for every row, past `before` too). A last line without its newline was cut by a kill while being written, after
+    the checkpoint (rows are appended after their step's checkpoint): it is dropped like every row past the
+    checkpoint. Anything else wrong is one line naming the file and the line."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -311,6 +318,9 @@ def read_metrics(path, before):
         if not isinstance(r, dict) or not isinstance(r.get("step"), int) or isinstance(r["step"], bool):
             raise TrainingError(f"--resume: {path} line {i} is not a metrics row (a JSON object with a whole step); "
                                 f"fix or remove that line")
+        run = r.pop("run", None)
+        if runs is not None:
+            runs.add(run)
         if r["step"] < before:
             out.append(r)
     return out
@@ -324,8 +334,8 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
     step, token count and running loss sum, and the metrics rows before its step (later ones will be redone): the
     checkpoint's own, so a metrics.jsonl that does not hold them (another run's, edited, damaged) is set aside, kept
-    whole beside it, by the master process; so is a metrics.jsonl whose config.json does not name the checkpoint's run
-    (at step 0 the rows can't tell: there are none before it)."""
+    whole beside it, by the master process; so is a metrics.jsonl with a row, or a config.json, that does not name the
+    checkpoint's run (at step 0 the rows before it can't tell: there are none)."""
     # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
     # which load_checkpoint makes sure is the checkpoint's
     state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None, run_id=uuid.uuid4().hex,
@@ -355,19 +365,22 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     if saved.get("history") is None:  # a checkpoint from before checkpoints kept their rows: metrics.jsonl's
         state["history"] = read_metrics(metrics, before=state["step"])
     else:  # the rows before the checkpoint are the checkpoint's own (write_run_files rewrites metrics.jsonl from them)
-        state["history"] = saved["history"]
+        state["history"], runs = saved["history"], set()
         try:
-            same = read_metrics(metrics, before=state["step"]) == state["history"]
+            same = read_metrics(metrics, before=state["step"], runs=runs) == state["history"]
         except TrainingError:
             same = False
-        # a checkpoint that names its run owns only the files of a config.json naming the same run (a config.json
-        # missing, or from before config.json named its run, is not that run's: at step 0 rows can't tell at all)
-        same = same and (saved.get("run_id") is None or run_named(os.path.join(c.out_dir, "config.json")) == saved["run_id"])
+        # a checkpoint that names its run owns only a metrics.jsonl whose every row names it (rows past the
+        # checkpoint, dropped unread otherwise, may be another run's: at step 0 there are no others) and the
+        # config.json naming it (one missing, or from before config.json named its run, is not that run's)
+        if saved.get("run_id") is not None:
+            same = same and runs <= {saved["run_id"]} and \
+                run_named(os.path.join(c.out_dir, "config.json")) == saved["run_id"]
         if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
             suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
-            log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or its config.json names "
-                f"another run (another run's, edited or damaged): kept, with its config.json, as *{suffix}; the "
-                f"checkpoint's rows are written instead")
+            log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or it or its config.json "
+                f"names another run (another run's, edited or damaged): kept, with its config.json, as *{suffix}; "
+                f"the checkpoint's rows are written instead")
     config_json = os.path.join(c.out_dir, "config.json")
     if master and not os.path.exists(metrics) and os.path.exists(config_json):
         # a run writes the two together: a config.json alone is of some other run (a checkpoint copied in, say)

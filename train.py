@@ -288,7 +288,7 @@ def log_row(run, row, lr, grad_norm, emb_grad_norm):
     run.loss_sum.zero_()
     run.n_summed, run.t_last, run.step_last = 0, now, step + 1
     if run.master:
-        append_row(run.history, row, run.metrics_path, run.lock)
+        append_row(run.history, row, run.metrics_path, run.lock, run.run_id)
 
 
 def catch_stop_signals():
@@ -376,7 +376,7 @@ def _train(c, progress, log, held, probes):
                     checkpoint(run)
             if run.step >= c.max_iters:
                 if row:
-                    append_row(run.history, row, run.metrics_path, run.lock)
+                    append_row(run.history, row, run.metrics_path, run.lock, run.run_id)
                 break
             if stop:
                 checkpoint(run)

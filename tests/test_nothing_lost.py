@@ -1131,6 +1131,30 @@ def test_a_step_0_checkpoint_copied_into_another_runs_folder_sets_that_runs_file
     assert kept.read_text() == before
 
 
+def test_another_runs_metrics_copied_beside_a_step_0_checkpoint_and_its_own_config_is_set_aside(data_dir, tmp_path,
+                                                                                                monkeypatch):
+    """The eleventh pass's A: with no rows before step 0 and the checkpoint's own config.json beside it, only the run's
+    name on every row of metrics.jsonl tells that the rows are another run's (they would be dropped as "past the
+    checkpoint", unread)."""
+    a, b = tmp_path / "A", tmp_path / "B"
+    real = T.evaluate
+
+    def ctrl_c_during(*args, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kw)
+    monkeypatch.setattr(T, "evaluate", ctrl_c_during)
+    with pytest.raises(KeyboardInterrupt):
+        tiny_run(a, 10)
+    monkeypatch.setattr(T, "evaluate", real)
+    tiny_run(b, 10, seed=2)
+    before = (b / "metrics.jsonl").read_text()
+    (a / "metrics.jsonl").write_text(before)                       # B's rows, beside A's checkpoint and config.json
+    tiny_run(a, 10, resume=True)
+    (kept,) = a.glob("metrics.jsonl.set-aside-*")
+    assert kept.read_text() == before
+    assert {r["run"] for r in rows(a).values()} == {json.loads((a / "config.json").read_text())["run"]}
+
+
 def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
     """The eighth pass's 11 tracebacks, one cause: json raises RecursionError (not a ValueError) on deep nesting."""
     import data.prepare as P
