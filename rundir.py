@@ -7,6 +7,7 @@ metrics rows that came before it (start_state).
 import dataclasses
 import fcntl
 import json
+import math
 import os
 import re
 import tempfile
@@ -334,8 +335,9 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     batch generator and RNGs as ckpt.pt left them (checked field by field first: load_checkpoint), the checkpoint's
     step, token count and running loss sum, and the metrics rows before its step (later ones will be redone): the
     checkpoint's own, so a metrics.jsonl that does not hold them (another run's, edited, damaged) is set aside, kept
-    whole beside it, by the master process; so is a metrics.jsonl with a row, or a config.json, that does not name the
-    checkpoint's run (at step 0 the rows before it can't tell: there are none)."""
+    whole beside it, by the master process; so is one with a row, or a config.json, that does not name the checkpoint's
+    run (at step 0 the rows before it can't tell: there are none), and one holding rows past c.max_iters (rows this run
+    won't write again)."""
     # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
     # which load_checkpoint makes sure is the checkpoint's
     state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None, run_id=uuid.uuid4().hex,
@@ -367,7 +369,10 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     else:  # the rows before the checkpoint are the checkpoint's own (write_run_files rewrites metrics.jsonl from them)
         state["history"], runs = saved["history"], set()
         try:
-            same = read_metrics(metrics, before=state["step"], runs=runs) == state["history"]
+            rows = read_metrics(metrics, before=math.inf, runs=runs)
+            # rows past the checkpoint are written again by this run, but only up to its max_iters
+            same = [r for r in rows if r["step"] < state["step"]] == state["history"] and \
+                all(r["step"] <= c.max_iters for r in rows)
         except TrainingError:
             same = False
         # a checkpoint that names its run owns only a metrics.jsonl whose every row names it (rows past the
@@ -379,8 +384,9 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
         if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
             suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
             log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or it or its config.json "
-                f"names another run (another run's, edited or damaged): kept, with its config.json, as *{suffix}; "
-                f"the checkpoint's rows are written instead")
+                f"names another run (another run's, edited or damaged), or it holds rows past --max_iters="
+                f"{c.max_iters} that this run won't write again: kept, with its config.json, as *{suffix}; the "
+                f"checkpoint's rows are written instead")
     config_json = os.path.join(c.out_dir, "config.json")
     if master and not os.path.exists(metrics) and os.path.exists(config_json):
         # a run writes the two together: a config.json alone is of some other run (a checkpoint copied in, say)

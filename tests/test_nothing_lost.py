@@ -1155,6 +1155,20 @@ def test_another_runs_metrics_copied_beside_a_step_0_checkpoint_and_its_own_conf
     assert {r["run"] for r in rows(a).values()} == {json.loads((a / "config.json").read_text())["run"]}
 
 
+def test_rows_past_a_smaller_max_iters_that_a_resumed_run_will_not_redo_are_kept(data_dir, tmp_path):
+    """The eleventh pass's B: rows past the checkpoint are dropped because the resumed run writes them again; rows past
+    its --max_iters it never writes, so the metrics.jsonl holding them is kept whole beside the run."""
+    kw = dict(eval_interval=4, lr_decay_iters=8)
+    tiny_run(tmp_path, 4, **kw)
+    at_4 = (tmp_path / "ckpt.pt").read_bytes()
+    tiny_run(tmp_path, 8, resume=True, **kw)
+    before = (tmp_path / "metrics.jsonl").read_text()
+    (tmp_path / "ckpt.pt").write_bytes(at_4)                       # the run's own step-4 checkpoint, rows 5-8 past it
+    tiny_run(tmp_path, 6, resume=True, **kw)
+    (kept,) = tmp_path.glob("metrics.jsonl.set-aside-*")
+    assert kept.read_text() == before and max(rows(tmp_path)) == 6
+
+
 def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
     """The eighth pass's 11 tracebacks, one cause: json raises RecursionError (not a ValueError) on deep nesting."""
     import data.prepare as P
