@@ -303,7 +303,8 @@ def test_initial_loss_matches_two_gram_theory(corpus_tokens, d, sigma, norm):
     sigma = d ** -0.5 if sigma == "inv_sqrt_d" else sigma
     torch.manual_seed(d)
     m = GPT(GPTConfig(head="tied", n_layer=1, n_embd=d, emb_std=sigma, block_size=128, norm=norm))
-    x, y = batch(corpus_tokens, 16, 128, seed=d)
+    # 4 x 128 tokens: the mean loss's noise (~0.5%) sits well inside the 2% (the logits, 512 x 50257, are the cost)
+    x, y = batch(corpus_tokens, 4, 128, seed=d)
     r = (x == y).float().mean().item()
     with torch.no_grad():
         loss = m(x, y, return_logits=False)[1].item()
@@ -321,7 +322,7 @@ def test_initial_loss_of_every_head_matches_its_own_prediction(generated_tokens,
     d = 256
     torch.manual_seed(1)
     m = GPT(GPTConfig(head=head, n_layer=1, n_embd=d, block_size=128, norm=norm))
-    x, y = batch(generated_tokens, 16, 128, seed=1)
+    x, y = batch(generated_tokens, 4, 128, seed=1)  # 512 tokens, as above
     r = (x == y).float().mean().item()
     # the predictions of the heads that hide the self-logit treat it as one random logit among n, which needs few
     # tokens equal to their input (pydoc's topics, the offline fallback of the default corpus, repeat ~15%)
