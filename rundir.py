@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import uuid
 
@@ -210,12 +211,16 @@ def open_lock(path):
     a file holding anything else is the user's, refused. A lock hard-linked elsewhere (a backup made with cp -al) is
     replaced by a fresh one of this folder's own, once no run holds it, so the pid written into it changes nothing
     else."""
-    lock = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a+")
+    refusal = f"{path} is not a run's lock (a file holding a pid, or nothing): move it away, or give another folder"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except IsADirectoryError:
+        raise TrainingError(refusal) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode) or not re.fullmatch(rb"\d{0,20}\n?", os.pread(fd, 64, 0)):
+        os.close(fd)  # (a FIFO or a device is not a lock either)
+        raise TrainingError(refusal)
+    lock = os.fdopen(fd, "a+")
     lock.path = path
-    if not re.fullmatch(rb"\d{0,20}\n?", os.pread(lock.fileno(), 64, 0)):
-        lock.close()
-        raise TrainingError(f"{path} is not a run's lock (a lock holds a pid, or nothing): move it away, or give "
-                            f"another folder")
     if os.fstat(lock.fileno()).st_nlink == 1:
         return lock
     try:

@@ -402,7 +402,12 @@ def main(argv):
             return 2
         opts[key] = val
     try:
-        prepare(opts["dataset"], opts["input"], float(opts["val_fraction"]))
+        fraction = float(opts["val_fraction"])
+    except ValueError:
+        print(f"prepare.py: --val_fraction expects a number in (0, 1), got {opts['val_fraction']!r}", file=sys.stderr)
+        return 2
+    try:
+        prepare(opts["dataset"], opts["input"], fraction)
     except KeyboardInterrupt:  # Ctrl-C while tokenising or writing: each file is whole, the old one or the new
         print("prepare.py: interrupted; run it again to finish (a half-prepared dataset is refused, never read)",
               file=sys.stderr)

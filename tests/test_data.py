@@ -81,6 +81,13 @@ def test_prepare_cli_rejects_a_missing_input_with_one_line(tmp_path):
     assert p.stderr.strip().count("\n") == 0 and "not found" in p.stderr
 
 
+def test_prepare_cli_names_the_flag_whose_value_is_not_a_number():
+    p = subprocess.run([sys.executable, "data/prepare.py", "--val_fraction=abc"], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "--val_fraction expects a number" in p.stderr
+
+
 
 # --- a prepared dataset is tied to its source; damage gets one line naming the file and the fix ---------------
 

@@ -522,6 +522,15 @@ def test_a_lock_file_that_holds_something_else_than_a_pid_is_the_users_and_is_ke
     assert code != 0 and one_line(err) and (tmp_path / "out" / ".lock").read_text() == "my notes about this folder"
 
 
+@pytest.mark.parametrize("made", [os.mkfifo, os.mkdir], ids=["a FIFO", "a folder"])
+def test_a_lock_that_is_not_a_file_is_refused_naming_the_lock(data_dir, tmp_path, capsys, made):
+    (tmp_path / "out").mkdir()
+    made(tmp_path / "out" / ".lock")
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and ".lock is not a run's lock" in err
+
+
 def test_files_are_written_through_a_fresh_temporary_name_never_a_planted_one(tmp_path):
     """write_file (every writer: checkpoints, run files, records, token files, figures) never opens a name someone
     could have planted a link at: the old fixed names (path.tmp, path.<pid>.tmp) are left alone."""
