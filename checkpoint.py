@@ -94,6 +94,10 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     if not isinstance(state, dict) or any(k not in state for k in CKPT_KEYS) or not isinstance(state["config"], dict):
         raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (made by another program, or by an "
                             f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
+    if "run_id" not in state or "history" not in state:  # (checkpoints before 2026-11-28 named no run)
+        raise TrainingError(f"--resume: {path} names no run (an older tiedgpt wrote it), so the metrics.jsonl and "
+                            f"config.json beside it can't be told from another run's: start the run again "
+                            f"(--overwrite=true), or resume it with the version that wrote it")
     check_contents(path, state)
     saved = state["config"]
     made_with = saved.get("optimizer", "adamw")  # checkpoints from before optim.py were all AdamW
@@ -189,9 +193,9 @@ def check_contents(path, state):
               ("cuda_rng", state.get("cuda_rng") is None or (isinstance(state["cuda_rng"], list) and all(
                   torch.is_tensor(t) and t.dtype == torch.uint8 for t in state["cuda_rng"])),
                "None or a list of generator states"),
-              ("history", state.get("history") is None or _is_history(state["history"], state["step"]),
+              ("history", _is_history(state["history"], state["step"]),
                "a list of metrics rows (dicts with whole, increasing steps before the checkpoint's)"),
-              ("run_id", state.get("run_id") is None or isinstance(state["run_id"], str), "None or a run's name")]
+              ("run_id", isinstance(state["run_id"], str) and state["run_id"] != "", "a run's name")]
     for field, ok, want in checks:
         if not ok:
             v = state[field] if field in state else None

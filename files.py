@@ -1,12 +1,31 @@
 """
 How the project writes a file: whole or not at all, and never through a link. Every writer (checkpoints, run files,
-run records, token files, figures) goes through write_file; set_aside gives a kept file a name nothing else has.
+run records, token files, figures) goes through write_file; set_aside gives a kept file a name nothing else has;
+sealed and edited tell a JSON file the project wrote from one edited since.
 """
 
+import hashlib
+import json
 import os
 import stat
 import tempfile
 import time
+
+
+def content_sha256(obj):
+    """The sha256 of a dict's content (every key but its own 'sha256'), as JSON reads it back."""
+    body = json.loads(json.dumps({k: v for k, v in obj.items() if k != "sha256"}))
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def sealed(obj):
+    """The dict with its seal: 'sha256', its content's (content_sha256), so an edit made since can be told (edited)."""
+    return dict(obj, sha256=content_sha256(obj))
+
+
+def edited(obj):
+    """True if a sealed dict no longer holds what was written. One written before seals can't say: False."""
+    return isinstance(obj, dict) and "sha256" in obj and obj["sha256"] != content_sha256(obj)
 
 
 def write_file(path, write, mode="w"):

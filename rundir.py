@@ -18,7 +18,7 @@ import torch
 
 from checkpoint import load_checkpoint, written_by_a_run
 from errors import TrainingError
-from files import set_aside, special, write_file
+from files import edited, sealed, set_aside, special, write_file
 from machine import environment
 
 
@@ -122,8 +122,9 @@ def claim_out_dir(c):
     foreign = [f for f in ("config.json", "metrics.jsonl") if not_a_runs(os.path.join(d, f))]
     if foreign:  # a file of the user's under a run file's name: --overwrite and --resume would replace it too
         release_out_dir(lock, refused=True)
-        raise TrainingError(f"{os.path.join(d, foreign[0])} is not a tiedgpt run's {foreign[0]}: a run replaces only "
-                            f"files of its own; move it away, or give another --out_dir")
+        raise TrainingError(f"{os.path.join(d, foreign[0])} is not a tiedgpt run's {foreign[0]} (a file of yours, "
+                            f"edited, or an older tiedgpt's): a run replaces only files of its own; move it away, or "
+                            f"give another --out_dir")
     earlier = [f for f in ("ckpt.pt", "metrics.jsonl", "config.json") if os.path.exists(os.path.join(d, f))]
     if earlier and not c.resume and not c.overwrite:  # a fresh run never writes over another run's files
         release_out_dir(lock, refused=True)
@@ -158,37 +159,44 @@ def claim_out_dir(c):
 
 
 def not_a_runs(path):
-    """True if `path` is a file that no run wrote, judged by what a run writes there: a config.json holding the run's
-    config ({"config": {...}, "dataset": ...}; older versions: the flat config, with head, n_embd and out_dir), a
-    metrics.jsonl whose first line is a row ({"step": ..., with tokens, a loss or the lr}) or such a row cut by a kill.
-    Empty: a run stopped before its first row. A folder is left to the checks that open it."""
+    """True if `path` is a file that no run wrote (a file of the user's, one edited since, or an older tiedgpt's),
+    judged by what a run writes there: a config.json holding the run's name and config ({"run": ..., "config": {...},
+    "dataset": ...}) under its intact seal (files.sealed); a metrics.jsonl whose every line is a row ({"step": ...,
+    with tokens, a loss or the lr}) naming one run, the last one perhaps cut by a kill. Empty: a run stopped before
+    its first row. A folder is left to the checks that open it."""
     if not os.path.isfile(path) or os.path.getsize(path) == 0:
         return False
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read() if path.endswith(".json") else f.readline()
-        got = json.loads(text)
-    except (OSError, UnicodeDecodeError, RecursionError):
-        return True  # unreadable, not text, or nested too deep for a reader: no run wrote it
-    except ValueError:  # not JSON: a run's first row cut by a kill starts as every row does
-        return path.endswith(".json") or not (text.startswith('{"step": ') and not text.endswith("\n"))
-    if not isinstance(got, dict):
-        return True
-    if path.endswith(".json"):
-        flat = {"head", "n_embd", "out_dir"} <= set(got)
-        return not ((isinstance(got.get("config"), dict) and "dataset" in got) or flat)
-    step = got.get("step")
-    return not (isinstance(step, int) and not isinstance(step, bool) and {"tokens", "train_loss", "val_loss", "lr"} & set(got))
+            if path.endswith(".json"):
+                got = json.load(f)
+                return not (isinstance(got, dict) and isinstance(got.get("run"), str) and "sha256" in got
+                            and not edited(got) and isinstance(got.get("config"), dict) and "dataset" in got)
+            runs = set()
+            for line in f:
+                if not line.endswith("\n"):  # a run's last row cut by a kill starts as every row does
+                    return not line.startswith('{"step": ')
+                row = json.loads(line)
+                runs.add(row.get("run") if isinstance(row, dict) else None)
+                step = row.get("step") if isinstance(row, dict) else None
+                if not (isinstance(step, int) and not isinstance(step, bool) and isinstance(row["run"], str)
+                        and {"tokens", "train_loss", "val_loss", "lr"} & set(row)) or len(runs) > 1:
+                    return True
+            return False
+    except (OSError, ValueError, KeyError, RecursionError):  # (ValueError: not JSON, not UTF-8)
+        return True  # unreadable, not text, not JSON or nested too deep for a reader: no run wrote it
 
 
 def run_named(path):
-    """The run a config.json names (None: none, or one from before config.json named its run)."""
+    """The run a config.json names (None: none, one from before config.json named its run, or one edited since its
+    run wrote it: its seal, files.edited)."""
     try:
         with open(path, encoding="utf-8") as f:
-            named = json.load(f).get("run")
+            info = json.load(f)
+        named = info.get("run")
     except (OSError, ValueError, AttributeError, RecursionError):
         return None
-    return named if isinstance(named, str) else None
+    return named if isinstance(named, str) and not edited(info) else None
 
 
 def remove_run_files(folder):
@@ -275,7 +283,7 @@ def metrics_line(row, run_id):
 def write_run_files(c, meta, device, world, history, run_id=None):
     """config.json (the run's name, the resolved config, the dataset, the machine) and metrics.jsonl, rewritten
     whole: a resumed run drops the rows past its checkpoint."""
-    info = dict(run=run_id, config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world))
+    info = sealed(dict(run=run_id, config=dataclasses.asdict(c), dataset=meta, environment=environment(device, world)))
     # replaced, not rewritten in place: a hard link to either (a backup made with cp -al, say) keeps its content,
     # and the rows appended later go to this run's own file
     write_file(os.path.join(c.out_dir, "config.json"), lambda f: json.dump(info, f, indent=2))
@@ -366,32 +374,27 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     if state["emb0"] is not None and saved.get("emb0") is not None:  # log_rows' reference, as the run measured from
         state["emb0"] = saved["emb0"].to(device)
     # tokens, loss_sum and n_summed: see save_checkpoint
+    # the rows before the checkpoint are the checkpoint's own (write_run_files rewrites metrics.jsonl from them)
     state.update(step=saved["step"], tokens=saved["tokens"], loss_sum=saved["loss_sum"], n_summed=saved["n_summed"],
-                 ckpt_step=saved["step"], run_id=saved.get("run_id") or state["run_id"])
-    metrics = os.path.join(c.out_dir, "metrics.jsonl")
-    if saved.get("history") is None:  # a checkpoint from before checkpoints kept their rows: metrics.jsonl's
-        state["history"] = read_metrics(metrics, before=state["step"])
-    else:  # the rows before the checkpoint are the checkpoint's own (write_run_files rewrites metrics.jsonl from them)
-        state["history"], runs = saved["history"], set()
-        try:
-            rows = read_metrics(metrics, before=math.inf, runs=runs)
-            # rows past the checkpoint are written again by this run, but only up to its max_iters
-            same = [r for r in rows if r["step"] < state["step"]] == state["history"] and \
-                all(r["step"] <= c.max_iters for r in rows)
-        except TrainingError:
-            same = False
-        # a checkpoint that names its run owns only a metrics.jsonl whose every row names it (rows past the
-        # checkpoint, dropped unread otherwise, may be another run's: at step 0 there are no others) and the
-        # config.json naming it (one missing, or from before config.json named its run, is not that run's)
-        if saved.get("run_id") is not None:
-            same = same and runs <= {saved["run_id"]} and \
-                run_named(os.path.join(c.out_dir, "config.json")) == saved["run_id"]
-        if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
-            suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
-            log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or it or its config.json "
-                f"names another run (another run's, edited or damaged), or it holds rows past --max_iters="
-                f"{c.max_iters} that this run won't write again: kept, with its config.json, as *{suffix}; the "
-                f"checkpoint's rows are written instead")
+                 ckpt_step=saved["step"], run_id=saved["run_id"], history=saved["history"])
+    metrics, runs = os.path.join(c.out_dir, "metrics.jsonl"), set()
+    try:
+        rows = read_metrics(metrics, before=math.inf, runs=runs)
+        # rows past the checkpoint are written again by this run, but only up to its max_iters
+        same = [r for r in rows if r["step"] < state["step"]] == state["history"] and \
+            all(r["step"] <= c.max_iters for r in rows)
+    except TrainingError:
+        same = False
+    # the run owns only a metrics.jsonl whose every row names it (rows past the checkpoint, dropped unread otherwise,
+    # may be another run's: at step 0 there are no others) and the config.json naming it (one missing, or from
+    # before config.json named its run, is not that run's)
+    same = same and runs <= {saved["run_id"]} and run_named(os.path.join(c.out_dir, "config.json")) == saved["run_id"]
+    if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
+        suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
+        log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or it or its config.json "
+            f"names another run (another run's, edited or damaged), or it holds rows past --max_iters="
+            f"{c.max_iters} that this run won't write again: kept, with its config.json, as *{suffix}; the "
+            f"checkpoint's rows are written instead")
     config_json = os.path.join(c.out_dir, "config.json")
     if master and not os.path.exists(metrics) and os.path.exists(config_json):
         # a run writes the two together: a config.json alone is of some other run (a checkpoint copied in, say)

@@ -3,7 +3,6 @@ Run records: how a run is stored (one JSON file per run, written by research/rep
 the one reader of a run's history; every curve, statistic and figure reads a run through it.
 """
 
-import hashlib
 import json
 import math
 import os
@@ -11,7 +10,7 @@ import subprocess
 
 import numpy as np
 
-from files import special, write_file
+from files import edited, sealed, special, write_file
 from research import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,24 +47,11 @@ def _read_json(path):
         raise ValueError(f"{path} can't be read: {e.strerror or e}") from None
 
 
-def content_sha256(obj):
-    """The sha256 of a record's content (every key but its own 'sha256'), as JSON reads it back: write_atomic seals a
-    record with it, so an edit made since can be told (edited)."""
-    body = json.loads(json.dumps({k: v for k, v in obj.items() if k != "sha256"}))
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def edited(obj):
-    """True if a sealed record (a dict with its 'sha256') no longer holds what was written. Records written before
-    they were sealed can't say: False."""
-    return isinstance(obj, dict) and "sha256" in obj and obj["sha256"] != content_sha256(obj)
-
-
 def write_atomic(path, obj):
     """Write JSON so that a reader (or an interrupted run) never sees half a file, nor two writers one tmp file; a
-    dict is sealed with its content's sha256 (content_sha256)."""
+    dict is sealed with its content's sha256 (files.sealed)."""
     if isinstance(obj, dict):
-        obj = dict(obj, sha256=content_sha256(obj))
+        obj = sealed(obj)
     try:  # whole or not at all, never through a link (files.write_file)
         write_file(path, lambda f: json.dump(obj, f))
     except IsADirectoryError:

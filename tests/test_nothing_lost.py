@@ -870,13 +870,23 @@ def test_a_users_file_under_a_run_files_name_survives_overwrite(data_dir, tmp_pa
     assert (tmp_path / name).read_bytes() == content
 
 
-def test_what_runs_wrote_is_still_theirs(tmp_path):
+def test_what_a_run_wrote_is_its_own_and_an_edited_or_older_file_is_not(data_dir, tmp_path):
+    """A run's config.json is sealed and names the run; every row of its metrics.jsonl names it too, the last one
+    perhaps cut by a kill. An edit, a second run's rows, or an older tiedgpt's file (no name, no seal) is not a run's:
+    a run won't replace it, even with --overwrite."""
     import rundir
-    for name, text in (("config.json", '{"head": "tied", "n_embd": 32, "out_dir": "out/tied"}'),  # an older run's
-                       ("metrics.jsonl", '{"step": 0, "val_loss": 9.3, "tokens": 64}\n{"step": 1, "tok'),
-                       ("metrics.jsonl", '{"step": 0, "train_lo')):                            # cut by a kill
-        (tmp_path / name).write_text(text)
-        assert not rundir.not_a_runs(str(tmp_path / name)), text
+    tiny_run(tmp_path / "run", 2)
+    config_json, metrics = (tmp_path / "run" / n for n in ("config.json", "metrics.jsonl"))
+    mine = metrics.read_text()
+    for path, text, a_runs in ((metrics, mine, True), (metrics, mine + '{"step": 3, "train_lo', True),  # cut by a kill
+                               (metrics, mine + "my notes\n", False),
+                               (metrics, mine + mine.replace(json.loads(mine.split("\n")[0])["run"], "other"), False),
+                               (metrics, '{"step": 0, "val_loss": 9.3, "tokens": 64}\n', False),   # an older run's
+                               (config_json, config_json.read_text(), True),
+                               (config_json, config_json.read_text().replace('"seed": 1', '"seed": 7'), False),
+                               (config_json, '{"head": "tied", "n_embd": 32, "out_dir": "out/tied"}', False)):
+        path.write_text(text)
+        assert rundir.not_a_runs(str(path)) is not a_runs, text
 
 
 def test_the_demo_keeps_a_demo_png_that_is_not_the_figure_its_result_recorded(tiny_data, tmp_path):
@@ -1092,7 +1102,7 @@ def test_a_row_whose_step_is_true_is_not_a_runs_row(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"step": true, "lr": 1}\n')
     assert rundir.not_a_runs(str(path))
-    path.write_text('{"step": 0, "lr": 0.001}\n')
+    path.write_text('{"step": 0, "lr": 0.001, "run": "a1"}\n')
     assert not rundir.not_a_runs(str(path))
 
 
@@ -1109,12 +1119,13 @@ def test_a_config_json_without_its_metrics_is_set_aside_when_a_copied_checkpoint
     assert kept.read_text() == config_a
 
 
-@pytest.mark.parametrize("config_json", ["as written", "without its run's name", "deleted"])
+@pytest.mark.parametrize("config_json", ["as written", "deleted"])
 def test_a_step_0_checkpoint_copied_into_another_runs_folder_sets_that_runs_files_aside(data_dir, tmp_path, monkeypatch,
                                                                                       config_json):
     """The eighth pass's F1-1: a Ctrl-C in the first evaluation leaves a checkpoint with no rows before it, so rows
     can't tell whose metrics.jsonl is there; the run's name in config.json and in the checkpoint can. The ninth
-    pass's s0b, s0c: a config.json that names no run (an older version's) or none at all is not the checkpoint's."""
+    pass's s0c: a missing config.json is not the checkpoint's either (s0b, one that names no run, is an older
+    tiedgpt's: refused as no run's, test_what_a_run_wrote_is_its_own_and_an_edited_or_older_file_is_not)."""
     a, b = tmp_path / "A", tmp_path / "B"
     real = T.evaluate
 
@@ -1127,11 +1138,7 @@ def test_a_step_0_checkpoint_copied_into_another_runs_folder_sets_that_runs_file
     monkeypatch.setattr(T, "evaluate", real)
     assert torch.load(a / "ckpt.pt", weights_only=True)["step"] == 0
     tiny_run(b, 10, seed=2)
-    if config_json == "without its run's name":
-        info = json.loads((b / "config.json").read_text())
-        del info["run"]
-        (b / "config.json").write_text(json.dumps(info))
-    elif config_json == "deleted":
+    if config_json == "deleted":
         (b / "config.json").unlink()
     before = (b / "metrics.jsonl").read_text()
     (b / "ckpt.pt").write_bytes((a / "ckpt.pt").read_bytes())
@@ -1176,6 +1183,39 @@ def test_rows_past_a_smaller_max_iters_that_a_resumed_run_will_not_redo_are_kept
     tiny_run(tmp_path, 6, resume=True, **kw)
     (kept,) = tmp_path.glob("metrics.jsonl.set-aside-*")
     assert kept.read_text() == before and max(rows(tmp_path)) == 6
+
+
+@pytest.mark.parametrize("dropped", [("run_id",), ("run_id", "history")])
+def test_a_checkpoint_that_names_no_run_is_refused_and_the_files_beside_it_are_untouched(data_dir, tmp_path, capsys,
+                                                                                       dropped):
+    """The twelfth pass's 1: a checkpoint from before checkpoints named their run (and kept their rows) can't tell
+    whose metrics.jsonl and config.json lie beside it, so resuming it would splice or drop another run's rows."""
+    a, b = tmp_path / "A", tmp_path / "B"
+    tiny_run(a, 10, eval_interval=5, lr_decay_iters=20)
+    tiny_run(b, 10, seed=7, eval_interval=5, lr_decay_iters=20)
+    old = torch.load(a / "ckpt.pt", weights_only=True)
+    for key in dropped:
+        del old[key]
+    torch.save(old, b / "ckpt.pt")                                 # an older version's checkpoint, beside B's files
+    before = {n: (b / n).read_text() for n in ("metrics.jsonl", "config.json")}
+    code = T.main([*TINY, "--max_iters=20", "--eval_interval=5", "--lr_decay_iters=20", f"--out_dir={b}",
+                   "--resume=true"])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and "names no run" in err
+    assert {n: (b / n).read_text() for n in before} == before
+
+
+@pytest.mark.parametrize("mode", ["resume", "overwrite"])
+def test_a_config_json_edited_since_its_run_wrote_it_is_refused_not_replaced(data_dir, tmp_path, mode):
+    """The twelfth pass's 4: a run writes its config.json again when it resumes (and --overwrite removes it); one the
+    user has edited (a note added) is told by its seal and refused in one line, untouched."""
+    tiny_run(tmp_path, 5, eval_interval=5, lr_decay_iters=10)
+    info = json.loads((tmp_path / "config.json").read_text())
+    edited = json.dumps({**info, "note": "lr 3e-4 was best"})
+    (tmp_path / "config.json").write_text(edited)
+    with pytest.raises(TrainingError, match="is not a tiedgpt run's config.json") as e:
+        tiny_run(tmp_path, 10, eval_interval=5, lr_decay_iters=10, **{mode: True})
+    assert one_line(str(e.value)) and (tmp_path / "config.json").read_text() == edited
 
 
 def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
