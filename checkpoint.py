@@ -106,9 +106,9 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
                             f"saved optimizer state means nothing to {config.optimizer}; resume with "
                             f"--optimizer={made_with}, or start a new run")
     # the data's identity, before the model's fields: with vocab=corpus a changed text also changes vocab_size, and
-    # the text is the cause; a field an older checkpoint lacks (the token files' sha256) is not compared
+    # the text is the cause
     diff = [f"{k}={state['data'].get(k)!r} (now {v!r})" for k, v in (data or {}).items()
-            if k in state["data"] and state["data"][k] != v]
+            if k not in state["data"] or state["data"][k] != v]  # (every checkpoint naming its run has them all)
     if diff:
         raise TrainingError(f"--resume: {path} was trained on other data ({', '.join(diff)}); resuming would "
                             f"silently fine-tune it on this data. Start a new run with another --out_dir instead")

@@ -382,13 +382,14 @@ def _main(argv, log):
     jobs, reused = [], 0
     for config in configs:
         path = run_path(runs_dir, config)
-        if not s.fresh and finished_run(path, config, sealed=True) is not None:
+        done = finished_run(path, config, sealed=True) is not None
+        if done and not s.fresh:
             reused += 1
-        else:
-            if not s.fresh and os.path.lexists(path):  # damaged, edited or another config's: kept, not written over
-                log(f"{path} is not a finished run of this config: kept as *{set_aside(path)}, the run made again")
-            jobs.append((path, config))
-    workers = s.workers or (min(available_cores(), max(1, len(jobs))) if device_kind == "cpu" else 1)
+            continue
+        if os.path.lexists(path) and not done:  # damaged, edited, another config's or no run: kept, --fresh or not
+            log(f"{path} is not a finished run of this config: kept as *{set_aside(path)}, the run made again")
+        jobs.append((path, config))
+    workers = min(s.workers or (available_cores() if device_kind == "cpu" else 1), max(1, len(jobs)))
     threads = s.threads or (1 if workers > 1 else torch.get_num_threads())
     log(f"demo: {len(configs)} runs ({', '.join(optimizers_of(s.optimizers))} x logn, ortho x seeds {s.seeds}), "
         f"d={s.n_embd}, {s.steps} steps, n={c.vocab_size} ({meta['dataset']}), on {device_kind}"

@@ -125,6 +125,11 @@ def claim_out_dir(c):
         raise TrainingError(f"{os.path.join(d, foreign[0])} is not a tiedgpt run's {foreign[0]} (a file of yours, "
                             f"edited, or an older tiedgpt's): a run replaces only files of its own; move it away, or "
                             f"give another --out_dir")
+    folders = [f for f in RUN_FILES if os.path.isdir(os.path.join(d, f))]
+    if folders:  # (before --overwrite removes anything: a refusal midway would leave the run half deleted)
+        release_out_dir(lock, refused=True)
+        raise TrainingError(f"{os.path.join(d, folders[0])} is a folder, not a run's file: a run reads and writes "
+                            f"only files of its own; move it away, or give another --out_dir")
     earlier = [f for f in ("ckpt.pt", "metrics.jsonl", "config.json") if os.path.exists(os.path.join(d, f))]
     if earlier and not c.resume and not c.overwrite:  # a fresh run never writes over another run's files
         release_out_dir(lock, refused=True)
@@ -133,11 +138,6 @@ def claim_out_dir(c):
                                 f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
         raise TrainingError(f"{d} holds an earlier run's {' and '.join(earlier)} (no checkpoint to resume): "
                             f"--out_dir=NEW starts a new run beside them, --overwrite=true replaces them")
-    folders = [f for f in RUN_FILES if os.path.isdir(os.path.join(d, f))] if c.overwrite else []
-    if folders:  # before anything is removed: a refusal midway would leave the run half deleted
-        release_out_dir(lock, refused=True)
-        raise TrainingError(f"{os.path.join(d, folders[0])} is a folder, not a run's file: --overwrite removes only "
-                            f"a run's own files; move it away, or give another --out_dir")
     if c.overwrite:  # a checkpoint is judged by its content too: --overwrite deletes only what a run wrote
         kept = [f for f in ("ckpt.pt",) if os.path.isfile(os.path.join(d, f)) and not written_by_a_run(os.path.join(d, f))]
         if kept:

@@ -209,7 +209,7 @@ def run_all(jobs, workers, threads, bar, log=print, run=None):
     for job in jobs:
         tasks.put(job)
     procs = [ctx.Process(target=_worker, args=(tasks, results, threads, run, os.getpid()), daemon=True)
-             for _ in range(workers)]
+             for _ in range(min(workers, len(jobs)))]  # (never more than there are runs)
     for p in procs:
         tasks.put(None)  # one "no more runs" per worker
         p.start()

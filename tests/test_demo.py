@@ -185,6 +185,29 @@ def test_a_damaged_run_file_is_made_again_not_read(tiny_data, tmp_path, damage):
     assert all(np.isfinite(r["val"]).all() for r in result["runs"])
 
 
+def test_fresh_makes_its_runs_again_but_keeps_a_file_that_was_not_one(tiny_data, tmp_path):
+    """The twelfth pass's 3: --fresh re-makes finished runs; a file of the user's under a run's name is no run, and
+    is kept aside as it is without --fresh."""
+    assert D.main(tiny(tmp_path) + ["--seeds=1"], log=lambda *a: None) == 0
+    path = next(p for p in sorted((tmp_path / "runs").iterdir()) if p.name.startswith("adamw__logn"))
+    path.write_text('{"my": "notes"}')
+    assert D.main(tiny(tmp_path) + ["--seeds=1", "--fresh"], log=lambda *a: None) == 0
+    (kept,) = (tmp_path / "runs").glob("*.set-aside-*")
+    assert kept.read_text() == '{"my": "notes"}' and D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 0
+
+
+def test_no_more_worker_processes_start_than_there_are_runs(tiny_data, tmp_path, monkeypatch):
+    """The twelfth pass's 5: --workers=1000 for 4 runs started 1000 interpreters (minutes, and memory for each)."""
+    asked = []
+
+    def interrupted(jobs, workers, *_, **__):
+        asked.append((len(jobs), workers))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(D, "run_all", interrupted)
+    assert D.main(tiny(tmp_path) + ["--seeds=1", "--workers=1000"], log=lambda *a: None) != 0
+    assert asked == [(4, 4)]
+
+
 def test_load_result_recomputes_the_verdicts_from_the_runs_and_refuses_an_edited_word(tmp_path):
     with open(D.COMMITTED) as f:
         result = json.load(f)

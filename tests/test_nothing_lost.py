@@ -456,8 +456,10 @@ def test_out_folders_past_the_path_limit_and_run_files_that_are_folders_are_one_
 def test_the_sweep_refuses_bad_seeds_and_stops_on_ctrl_c_in_one_line(tmp_path, capsys, monkeypatch):
     from research import stepsize as Z
     from research import workers
-    assert Z.main(["--seeds=x", f"--out={tmp_path}"]) == 2
-    assert one_line(capsys.readouterr().err)
+    for flag, named in (("--seeds=x", "--seeds"), ("--seeds=", "--seeds"), ("--workers=0", "--workers")):
+        assert Z.main([flag, f"--out={tmp_path}"]) == 2
+        err = capsys.readouterr().err                              # the twelfth pass: each names its own flag only
+        assert one_line(err) and named in err and ({"--seeds", "--workers"} - {named}).pop() not in err, err
 
     def interrupted(*_, **__):
         raise KeyboardInterrupt
@@ -1218,6 +1220,17 @@ def test_a_config_json_edited_since_its_run_wrote_it_is_refused_not_replaced(dat
     assert one_line(str(e.value)) and (tmp_path / "config.json").read_text() == edited
 
 
+def test_a_checkpoint_whose_data_identity_was_emptied_is_refused(data_dir, tmp_path):
+    """The twelfth pass: data={} left nothing to compare, so the run resumed on whatever text it was given."""
+    tiny_run(tmp_path, 5, eval_interval=5, lr_decay_iters=10)
+    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
+    state["data"] = {}
+    torch.save(state, tmp_path / "ckpt.pt")
+    with pytest.raises(TrainingError, match="trained on other data") as e:
+        tiny_run(tmp_path, 10, eval_interval=5, lr_decay_iters=10, resume=True)
+    assert one_line(str(e.value))
+
+
 def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
     """The eighth pass's 11 tracebacks, one cause: json raises RecursionError (not a ValueError) on deep nesting."""
     import data.prepare as P
@@ -1488,14 +1501,18 @@ def test_a_crafted_checkpoint_whose_rows_or_sums_no_run_writes_is_refused_in_one
     assert one_line(str(e.value))
 
 
-def test_overwrite_refuses_a_folder_under_a_run_files_name_before_removing_anything(data_dir, tmp_path, capsys):
-    """H: the refusal came after ckpt.pt was gone."""
+@pytest.mark.parametrize("mode", ["--overwrite=true", "--resume=true"])
+def test_a_folder_under_a_run_files_name_is_refused_before_anything_is_removed(data_dir, tmp_path, capsys, mode):
+    """H: under --overwrite the refusal came after ckpt.pt was gone. The twelfth pass: under --resume it said
+    'could not write' of a file it was reading."""
     tiny_run(tmp_path, 2)
     (tmp_path / "metrics.jsonl").unlink()
     (tmp_path / "metrics.jsonl").mkdir()
     kept = (tmp_path / "ckpt.pt").read_bytes()
-    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path}", "--overwrite=true"])
-    assert code != 0 and one_line(capsys.readouterr().err) and (tmp_path / "ckpt.pt").read_bytes() == kept
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path}", mode])
+    err = capsys.readouterr().err
+    assert code != 0 and one_line(err) and "metrics.jsonl is a folder" in err
+    assert (tmp_path / "ckpt.pt").read_bytes() == kept
 
 
 def test_a_record_whose_history_repeats_or_reverses_a_step_is_refused(tmp_path):
