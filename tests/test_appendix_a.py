@@ -6,7 +6,6 @@ lesson's verdicts worthless whatever the experiment. So the rules are run on syn
 plus seed noise (how often do they cry wolf?) and with a planted difference (how often do they see it?).
 """
 import math
-import os
 
 import numpy as np
 import pytest

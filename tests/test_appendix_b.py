@@ -5,7 +5,6 @@ Every "run" here is a dict shaped like reproduce.py's records; nothing is traine
 import copy
 import dataclasses
 import math
-import os
 import re
 
 import numpy as np
@@ -15,7 +14,6 @@ from helpers import ROOT, corpus_n, prepared_corpus
 
 from research import appendix_b as B
 from research import turn as TR
-from research import claims as C
 from research import fragility as Fr
 from research import plans
 from research import records

@@ -1,7 +1,6 @@
 """research/cause.py's rules, tested on planted data before its runs are read: each verdict says what was planted,
 the verdict that would call relativity the cause almost never fires when it is not, and the pre-registered plan is
 the one reproduce.py runs."""
-import os
 
 import numpy as np
 import pytest
@@ -345,7 +344,6 @@ def test_the_committed_cause_verdicts_fragility_under_section_5s_rule():
     """Appendix B section 11 (the rule applied 2026-11-27, after the data): only (c)'s verdict is FRAGILE, on both
     statistics, by the shift of the body's effect the prose quotes (0.0215; 0.0221 over steps 100-400). Pinned so the
     prose fails when the data or the rule change."""
-    from research import claims
     from research import fragility
     from research import plans
     from research import records

@@ -1,5 +1,4 @@
 """research/figures.py: the lessons' plots draw what they say and label it (axes, bands, the margin)."""
-import os
 
 import matplotlib
 import pytest

@@ -4,7 +4,6 @@ The training itself is tested in test_train.py; here every "run" is replaced by 
 so these tests take well under a second each.
 """
 import fcntl
-import json
 import math
 import os
 import subprocess
