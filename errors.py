@@ -12,6 +12,10 @@ class TrainingError(RuntimeError):
     """A problem the user can act on (diverged, bad checkpoint, busy out_dir): the CLI prints it as one line."""
 
 
+class Stopped(KeyboardInterrupt):
+    """A run stopped by a first Ctrl-C or SIGTERM at a step's end, its checkpoint saved and said: nothing more to say."""
+
+
 class Diverged(TrainingError):
     """The loss went non-finite at `step`. train() sets `history`: the metrics rows logged before it, so that a
     caller that records runs (research/reproduce.py) can keep a diverged run as a result instead of losing it."""

@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from checkpoint import data_identity, save_checkpoint
 from config import Config, parse_args
 from data.prepare import get_encoding, load_data, split_windows
-from errors import Diverged, explain
+from errors import Diverged, Stopped, explain
 from fused_loss import FusedLoss
 from machine import PEAK_TFLOPS, check_memory, flops_per_token, in_notebook, setup_device, setup_processes
 from optim import make_optimizer
@@ -382,7 +382,7 @@ def _train(c, progress, log, held, probes):
                 checkpoint(run)
                 say(f"interrupted at step {run.step}" + (f"; checkpoint saved to {run.ckpt_path}" if run.ckpt_path
                                                          else ""))
-                raise KeyboardInterrupt
+                raise Stopped
             logging_now = bool(row) or run.step % c.log_interval == 0
             lr, grad_norm, emb_grad_norm = train_step(run, logging_now)
             if logging_now:
@@ -442,7 +442,9 @@ def main(argv, task=None, prog="train.py", doc=__doc__):
         if config.bench and task is None:
             raise ValueError("--bench times steps instead of training: python bench.py --bench=N (same flags)")
         (task or train)(config)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # a second Ctrl-C stops wherever the run is: the last checkpoint stands
+        if not isinstance(e, Stopped):
+            print(f"{prog}: stopped at once by Ctrl-C; the last checkpoint, if any, stands", file=sys.stderr)
         return 130
     except Exception as e:
         line, code = explain(e)

@@ -376,6 +376,21 @@ def test_a_second_ctrl_c_stops_at_once_even_inside_a_long_evaluation():
         T.restore_signals(handlers)
 
 
+def test_a_run_stopped_at_once_by_a_second_ctrl_c_says_so_in_one_line(data_dir, tmp_path, monkeypatch, capsys):
+    """The twelfth pass: a second Ctrl-C during an evaluation ended with exit 130 and nothing said; the first one's
+    stop says its own line (the checkpoint it saved) and no second."""
+    def second_ctrl_c(*_, **__):
+        raise KeyboardInterrupt                                    # what the second signal raises, wherever the run is
+    monkeypatch.setattr(T, "evaluate", second_ctrl_c)
+    assert T.main([*TINY, "--max_iters=4", f"--out_dir={tmp_path / 'a'}"]) == 130
+    err = capsys.readouterr().err
+    assert one_line(err) and "Ctrl-C" in err and "last checkpoint" in err
+    monkeypatch.undo()
+    monkeypatch.setattr(T, "catch_stop_signals", lambda: ([True], {}))  # a first Ctrl-C before step 0's end
+    assert T.main([*TINY, "--max_iters=4", f"--out_dir={tmp_path / 'b'}"]) == 130
+    assert capsys.readouterr().err == ""
+
+
 def test_a_checkpoint_write_stopped_by_ctrl_c_leaves_the_previous_checkpoint_and_no_tmp(tmp_path, monkeypatch):
     import checkpoint as K
     model = torch.nn.Linear(2, 2)
