@@ -92,8 +92,9 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
                else "corrupt, or not a file torch.save wrote")
         raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint ({why})") from None
     if not isinstance(state, dict) or any(k not in state for k in CKPT_KEYS) or not isinstance(state["config"], dict):
+        missing = [k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]
         raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (made by another program, or by an "
-                            f"older tiedgpt: missing {[k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]})")
+                            f"older tiedgpt: " + (f"missing {missing})" if missing else "its config is not a dict)"))
     if "run_id" not in state or "history" not in state:  # (checkpoints before 2026-11-28 named no run)
         raise TrainingError(f"--resume: {path} names no run (an older tiedgpt wrote it), so the metrics.jsonl and "
                             f"config.json beside it can't be told from another run's: start the run again "

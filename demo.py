@@ -132,10 +132,13 @@ def parse_args(argv):
     if any(a in ("-h", "--help") for a in argv):
         argv = ["--help"]  # the help, whatever else was given
     argv = [f"{a}=true" if a in ("--quick", "--tiny", "--fresh") else a for a in argv]
+    presets = []
     for name, preset in (("quick", QUICK), ("tiny", TINY)):
         given = [a.partition("=")[2] for a in argv if a.startswith(f"--{name}=")]
         if given and convert(next(f for f in fields(Demo) if f.name == name), given[-1]):
-            argv = [f"--{k}={v}" for k, v in preset.items()] + argv  # a later flag wins
+            argv, presets = [f"--{k}={v}" for k, v in preset.items()] + argv, presets + [name]  # a later flag wins
+    if len(presets) > 1:  # merged, they'd make a setting neither means (tiny's schedule over quick's steps)
+        raise ValueError("--quick and --tiny are two presets: give one")
     return config_parse_args(argv, Demo, __doc__)
 
 

@@ -174,9 +174,10 @@ def not_a_runs(path):
                             and not edited(got) and isinstance(got.get("config"), dict) and "dataset" in got)
             runs = set()
             for line in f:
-                if not line.endswith("\n"):  # a run's last row cut by a kill starts as every row does
-                    return not line.startswith('{"step": ')
-                row = json.loads(line)
+                try:
+                    row = json.loads(line)
+                except ValueError:  # a run's last row cut by a kill (no newline) starts as every row does
+                    return line.endswith("\n") or not line.startswith('{"step": ')
                 runs.add(row.get("run") if isinstance(row, dict) else None)
                 step = row.get("step") if isinstance(row, dict) else None
                 if not (isinstance(step, int) and not isinstance(step, bool) and isinstance(row["run"], str)
@@ -349,8 +350,8 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     step, token count and running loss sum, and the metrics rows before its step (later ones will be redone): the
     checkpoint's own, so a metrics.jsonl that does not hold them (another run's, edited, damaged) is set aside, kept
     whole beside it, by the master process; so is one with a row, or a config.json, that does not name the checkpoint's
-    run (at step 0 the rows before it can't tell: there are none), and one holding rows past c.max_iters (rows this run
-    won't write again)."""
+    run (at step 0 the rows before it can't tell: there are none), and one holding rows this run won't write again
+    (past c.max_iters, or the evaluation of the last step of a run now extended)."""
     # a resumed run takes the checkpoint's emb0; one from before checkpoints kept it is rebuilt here from the seed,
     # which load_checkpoint makes sure is the checkpoint's
     state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None, run_id=uuid.uuid4().hex,
@@ -380,9 +381,11 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     metrics, runs = os.path.join(c.out_dir, "metrics.jsonl"), set()
     try:
         rows = read_metrics(metrics, before=math.inf, runs=runs)
-        # rows past the checkpoint are written again by this run, but only up to its max_iters
+        # rows past the checkpoint are written again by this run, but only up to its max_iters, and a full evaluation
+        # only on its grid or at its last step (a run extended past its old last step won't evaluate that one again)
         same = [r for r in rows if r["step"] < state["step"]] == state["history"] and \
-            all(r["step"] <= c.max_iters for r in rows)
+            all(r["step"] <= c.max_iters and ("val_loss" not in r or r["step"] % c.eval_interval == 0
+                                              or r["step"] == c.max_iters) for r in rows)
     except TrainingError:
         same = False
     # the run owns only a metrics.jsonl whose every row names it (rows past the checkpoint, dropped unread otherwise,
@@ -392,9 +395,9 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     if master and os.path.exists(metrics) and not same:  # it and its config.json are kept, together
         suffix = set_aside(metrics, os.path.join(c.out_dir, "config.json"))
         log(f"{metrics} did not hold the checkpoint's rows before step {state['step']}, or it or its config.json "
-            f"names another run (another run's, edited or damaged), or it holds rows past --max_iters="
-            f"{c.max_iters} that this run won't write again: kept, with its config.json, as *{suffix}; the "
-            f"checkpoint's rows are written instead")
+            f"names another run (another run's, edited or damaged), or it holds rows this run won't write again "
+            f"(past --max_iters={c.max_iters}, or the evaluation of an old last step): kept, with its config.json, "
+            f"as *{suffix}; the checkpoint's rows are written instead")
     config_json = os.path.join(c.out_dir, "config.json")
     if master and not os.path.exists(metrics) and os.path.exists(config_json):
         # a run writes the two together: a config.json alone is of some other run (a checkpoint copied in, say)

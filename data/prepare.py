@@ -281,8 +281,8 @@ def check_prepared(dataset, meta):
     fix = refix(dataset)
     for split in ("train", "val"):
         path = os.path.join(dataset_dir(dataset), f"{split}.bin")
-        if special(path):  # a FIFO: reading it would wait forever
-            raise ValueError(f"{path} is not a regular file (a FIFO or a device?): {fix}")
+        if special(path) or os.path.isdir(path):  # a FIFO: reading it would wait forever
+            raise ValueError(f"{path} is not a regular file (a folder, a FIFO or a device?): {fix}")
         size = os.path.getsize(path)
         if size % 2:
             raise ValueError(f"{path} has an odd size ({size} bytes), so it is not uint16 tokens: {fix}")

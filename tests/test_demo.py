@@ -160,6 +160,13 @@ def test_the_demo_refuses_an_output_folder_inside_the_repositorys_own_files(out,
     assert not os.path.exists(os.path.join(ROOT, "runs")) and not os.path.exists(os.path.join(ROOT, "research", "runs", "sub"))
 
 
+def test_the_two_presets_together_are_refused_not_merged(tmp_path, capsys):
+    """The thirteenth pass: --quick --tiny ran tiny's 8-step cosine under quick's 50 steps, a setting neither means."""
+    assert D.main(["--quick", "--tiny", f"--out={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "two presets" in err
+
+
 def test_the_demo_refuses_a_file_as_its_output_folder_in_one_line(tmp_path, capsys):
     (tmp_path / "f").write_text("mine")
     for out in (tmp_path / "f", tmp_path / "f" / "x"):

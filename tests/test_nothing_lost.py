@@ -897,6 +897,7 @@ def test_what_a_run_wrote_is_its_own_and_an_edited_or_older_file_is_not(data_dir
     mine = metrics.read_text()
     for path, text, a_runs in ((metrics, mine, True), (metrics, mine + '{"step": 3, "train_lo', True),  # cut by a kill
                                (metrics, mine + "my notes\n", False),
+                               (metrics, '{"step": 100, "lr": 0.1, "acc": 0.93}', False),  # whole, no newline, no run
                                (metrics, mine + mine.replace(json.loads(mine.split("\n")[0])["run"], "other"), False),
                                (metrics, '{"step": 0, "val_loss": 9.3, "tokens": 64}\n', False),   # an older run's
                                (config_json, config_json.read_text(), True),
@@ -1246,6 +1247,28 @@ def test_a_checkpoint_whose_data_identity_was_emptied_is_refused(data_dir, tmp_p
     assert one_line(str(e.value))
 
 
+def test_extending_a_finished_run_keeps_the_evaluation_of_its_old_last_step(data_dir, tmp_path):
+    """The thirteenth pass's 1: a run evaluates its last step (6 here) even off the eval_interval grid; extended to 8,
+    it no longer evaluates step 6, so that row would be written again without its val_loss. The file holding it is
+    kept whole beside the run."""
+    tiny_run(tmp_path, 6, eval_interval=4)
+    before = (tmp_path / "metrics.jsonl").read_text()
+    assert "val_loss" in rows(tmp_path)[6]
+    tiny_run(tmp_path, 8, eval_interval=4, lr_decay_iters=6, resume=True)
+    (kept,) = tmp_path.glob("metrics.jsonl.set-aside-*")
+    assert kept.read_text() == before and "val_loss" not in rows(tmp_path)[6]
+
+
+def test_a_checkpoint_whose_config_is_not_a_dict_is_refused_naming_that(data_dir, tmp_path):
+    """The thirteenth pass: the refusal said "missing []"."""
+    tiny_run(tmp_path, 5, eval_interval=5, lr_decay_iters=10)
+    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
+    state["config"] = "adamw"
+    torch.save(state, tmp_path / "ckpt.pt")
+    with pytest.raises(TrainingError, match="its config is not a dict"):
+        tiny_run(tmp_path, 10, eval_interval=5, lr_decay_iters=10, resume=True)
+
+
 def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
     """The eighth pass's 11 tracebacks, one cause: json raises RecursionError (not a ValueError) on deep nesting."""
     import data.prepare as P
@@ -1493,6 +1516,10 @@ def test_a_split_with_no_tokens_on_one_side_is_refused_and_a_fifo_token_file_is_
     os.mkfifo(d / "val.bin")
     (d / "meta.json").write_text(json.dumps(dict(meta, val_tokens=0, tokens=meta["train_tokens"])))
     with pytest.raises(ValueError, match="not a regular file"):
+        P.check_prepared(meta["dataset"], P.load_meta(meta["dataset"]))
+    os.remove(d / "val.bin")
+    os.mkdir(d / "val.bin")                                        # the thirteenth pass: a folder's size, read as tokens
+    with pytest.raises(ValueError, match="val.bin is not a regular file"):
         P.check_prepared(meta["dataset"], P.load_meta(meta["dataset"]))
 
 
