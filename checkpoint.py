@@ -130,8 +130,9 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
 def written_by_a_run(path):
     """True if `path` is a file save_checkpoint could have written: a zip laid out as torch.save lays it out (one
     <name>/data.pkl beside <name>/version), whose pickle (protocol 2, torch's) holds the keys only a tiedgpt checkpoint
-    has, data_rng and torch_rng, as pickled strings. Read as bytes, never unpickled: the file may be large, or made to
-    run code. --overwrite deletes only such a file; one damaged in its pickle is not one, and stays."""
+    has, data_rng and torch_rng, as pickled strings, and loads as --resume loads it: as data (weights_only=True: a
+    pickle asking for code is refused, never run), its tensors mapped, not read (mmap). --overwrite deletes only such
+    a file; one damaged in its pickle is not one, and stays."""
     if not os.path.isfile(path):  # (a FIFO would make the read below wait forever)
         return False
     try:
@@ -143,8 +144,15 @@ def written_by_a_run(path):
             text = z.read(pickles[0])
     except Exception:  # not a zip, unreadable, or a part that fails its checksum
         return False
-    return text.startswith(b"\x80\x02") and all(b"X" + len(k).to_bytes(4, "little") + k in text
-                                                 for k in (b"data_rng", b"torch_rng"))
+    if not (text.startswith(b"\x80\x02") and all(b"X" + len(k).to_bytes(4, "little") + k in text
+                                                  for k in (b"data_rng", b"torch_rng"))):
+        return False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return isinstance(torch.load(path, map_location="cpu", weights_only=True, mmap=True), dict)
+    except Exception:  # code asked for, or a damaged pickle
+        return False
 
 
 def damaged(path, what):

@@ -162,8 +162,8 @@ def not_a_runs(path):
     """True if `path` is a file that no run wrote (a file of the user's, one edited since, or an older tiedgpt's),
     judged by what a run writes there: a config.json holding the run's name and config ({"run": ..., "config": {...},
     "dataset": ...}) under its intact seal (files.sealed); a metrics.jsonl whose every line is a row ({"step": ...,
-    with tokens, a loss or the lr}) naming one run, the last one perhaps cut by a kill. Empty: a run stopped before
-    its first row. A folder is left to the checks that open it."""
+    with tokens, a loss or the lr}) naming one run, the last one perhaps cut by a kill (a first row so cut, only beside
+    a run's config.json). Empty: a run stopped before its first row. A folder is left to the checks that open it."""
     if not os.path.isfile(path) or os.path.getsize(path) == 0:
         return False
     try:
@@ -176,8 +176,11 @@ def not_a_runs(path):
             for line in f:
                 try:
                     row = json.loads(line)
-                except ValueError:  # a run's last row cut by a kill (no newline) starts as every row does
-                    return line.endswith("\n") or not line.startswith('{"step": ')
+                except ValueError:  # a run's last row cut by a kill (no newline) starts as every row does, and
+                    # follows its run's rows, or (its first) the config.json a run writes first
+                    config_json = os.path.join(os.path.dirname(path), "config.json")
+                    return line.endswith("\n") or not line.startswith('{"step": ') or not (
+                        runs or os.path.isfile(config_json) and not not_a_runs(config_json))
                 runs.add(row.get("run") if isinstance(row, dict) else None)
                 step = row.get("step") if isinstance(row, dict) else None
                 if not (isinstance(step, int) and not isinstance(step, bool) and isinstance(row["run"], str)

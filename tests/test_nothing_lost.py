@@ -702,12 +702,12 @@ def test_overwrite_never_removes_a_config_json_that_no_run_wrote(data_dir, tmp_p
     assert (tmp_path / "config.json").read_text() == '{"database": "prod"}'
 
 
-def test_a_metrics_file_of_another_tool_is_refused_but_a_first_row_cut_by_a_kill_is_a_runs(data_dir, tmp_path):
+def test_a_metrics_file_of_another_tool_is_refused_and_so_is_a_cut_row_with_no_run_beside_it(data_dir, tmp_path):
     import rundir
     (tmp_path / "metrics.jsonl").write_text('{"epoch": 1, "acc": 0.5}\n')
     assert rundir.not_a_runs(str(tmp_path / "metrics.jsonl"))
-    (tmp_path / "metrics.jsonl").write_text('{"step": 0, "train_lo')
-    assert not rundir.not_a_runs(str(tmp_path / "metrics.jsonl"))
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0, "train_lo')  # cut by a kill, but no run's config.json beside it
+    assert rundir.not_a_runs(str(tmp_path / "metrics.jsonl"))
 
 
 def test_reproduce_never_deletes_a_users_files_in_its_checkpoint_folder(tiny_data, tmp_path):
@@ -1267,6 +1267,35 @@ def test_a_checkpoint_whose_config_is_not_a_dict_is_refused_naming_that(data_dir
     torch.save(state, tmp_path / "ckpt.pt")
     with pytest.raises(TrainingError, match="its config is not a dict"):
         tiny_run(tmp_path, 10, eval_interval=5, lr_decay_iters=10, resume=True)
+
+
+def test_overwrite_keeps_a_checkpoint_with_pickled_code_and_runs_nothing(data_dir, tmp_path):
+    """The fourteenth pass's 2: --resume refused such a ckpt.pt (it asks to load os.system) but --overwrite deleted
+    it: both now judge it as torch.load(weights_only=True) does, which refuses it without running it."""
+    import checkpoint as K
+    from test_train import Booby
+    tiny_run(tmp_path, 2)
+    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
+    state["history"].append(Booby(str(tmp_path / "PWNED")))
+    torch.save(state, tmp_path / "ckpt.pt")
+    kept = (tmp_path / "ckpt.pt").read_bytes()
+    assert not K.written_by_a_run(str(tmp_path / "ckpt.pt"))
+    with pytest.raises(TrainingError, match="not a checkpoint a tiedgpt run wrote"):
+        tiny_run(tmp_path, 2, overwrite=True)
+    assert (tmp_path / "ckpt.pt").read_bytes() == kept and not (tmp_path / "PWNED").exists()
+
+
+def test_a_lone_cut_line_is_a_runs_only_beside_its_runs_config(data_dir, tmp_path):
+    """The fourteenth pass's 1: a file holding only the start of a row could be a run's first row cut by a kill, but
+    a run writes its config.json first: with no run's config.json beside it, it is the user's, kept by --overwrite."""
+    import rundir
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0, "val_loss": 3.2, "my own note')
+    assert rundir.not_a_runs(str(tmp_path / "metrics.jsonl"))
+    with pytest.raises(TrainingError, match="not a tiedgpt run's metrics.jsonl"):
+        tiny_run(tmp_path, 2, overwrite=True)
+    tiny_run(tmp_path / "run", 2)
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 0, "train_lo')  # a run's first row, cut by a kill
+    assert not rundir.not_a_runs(str(tmp_path / "run" / "metrics.jsonl"))
 
 
 def test_a_json_file_nested_too_deep_to_read_is_one_line_for_every_reader(data_dir, tmp_path, capsys):
