@@ -116,10 +116,10 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     diff = [f"{k}={saved.get(k)!r} (now {getattr(config, k)!r})" for k in MODEL_FIELDS if saved.get(k) != getattr(config, k)]
     if diff:
         raise TrainingError(f"--resume: {path} was made for another model: {', '.join(diff)}")
-    check_run_settings(path, saved, config)
-    if state["step"] > config.max_iters:
+    if state["step"] > config.max_iters:  # before the run's settings: a smaller max_iters also moves the schedule
         raise TrainingError(f"--resume: {path} is at step {state['step']}, past --max_iters={config.max_iters}: "
                             f"give --max_iters={state['step']} or more")
+    check_run_settings(path, saved, config)
     if model is not None:
         check_model_state(path, state, model)
     if optimizer is not None:

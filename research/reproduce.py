@@ -372,16 +372,37 @@ def check_one_text(scale, runs, out):
                              f"now (sha256 {meta['sha256'][:12]}...): give another --out")
 
 
+FLAGS = ("out", "resume", "groups", "seeds", "arms", "ckpt_dir")
+
+
+def bad_args(argv, opts):
+    """What is wrong with the command line, in words (None when nothing is): the plan comes first, then --key=value
+    flags, each known and given once."""
+    if not argv or argv[0] not in SCALES:
+        return f"the first argument names the plan, one of {', '.join(SCALES)} (got {argv[0] if argv else 'none'!r})"
+    for a in argv[1:]:
+        if not (a.startswith("--") and "=" in a):
+            return f"{a!r} is not a --key=value flag"
+        if a[2:].split("=", 1)[0] not in FLAGS:
+            return f"unknown flag {a.split('=', 1)[0]} (flags: {', '.join('--' + f for f in FLAGS)})"
+    keys = [a[2:].split("=", 1)[0] for a in argv[1:]]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        return f"--{twice[0]} is given twice"
+    if opts.get("resume", "false").lower() not in ("true", "false"):
+        return f"--resume expects true or false, got {opts['resume']!r}"
+    return None
+
+
 def _cli(argv):
     usage = USAGE
     if any(a in ("-h", "--help") for a in argv):
         print_help(plan_help())
         return 0
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
-    if not argv or argv[0] not in SCALES or len(opts) != len(argv) - 1 \
-            or set(opts) - {"out", "resume", "groups", "seeds", "arms", "ckpt_dir"} \
-            or opts.get("resume", "false").lower() not in ("true", "false"):
-        print(usage, file=sys.stderr)
+    wrong = bad_args(argv, opts)
+    if wrong:  # two lines: what is wrong, then the usage
+        print(f"reproduce.py: {wrong}\n{usage}", file=sys.stderr)
         return 2
     scale = argv[0]
     try:

@@ -120,9 +120,11 @@ def test_extending_a_run_keeps_its_schedule_or_is_refused(data_dir, tmp_path):
            {s: [r.get(k) for k in keys] for s, r in rows(tmp_path).items()}
 
 
-def test_resuming_with_max_iters_below_the_checkpoints_step_is_refused(made):
-    with pytest.raises(TrainingError, match="at step 4, past --max_iters=3"):
-        load_checkpoint(str(made / "ckpt.pt"), config(max_iters=3, lr_decay_iters=4, eval_interval=2,
+@pytest.mark.parametrize("lr_decay_iters", [4, None])
+def test_resuming_with_max_iters_below_the_checkpoints_step_is_refused(made, lr_decay_iters):
+    """Named first, before the schedule it also changes (lr_decay_iters=None means max_iters): the fix is one flag."""
+    with pytest.raises(TrainingError, match="at step 4, past --max_iters=3: give --max_iters=4 or more$"):
+        load_checkpoint(str(made / "ckpt.pt"), config(max_iters=3, lr_decay_iters=lr_decay_iters, eval_interval=2,
                                                         dense_val_until=2, dense_val_windows=8, log_rows=True))
 
 

@@ -70,6 +70,16 @@ def test_the_cli_refuses_unknown_flags_with_one_line():
     assert p.returncode == 2 and "usage" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("argv, named", [
+    ([], "names the plan"), (["x"], "'x'"), (["live", "--bogus=1"], "unknown flag --bogus"),
+    (["live", "foo"], "'foo' is not a --key=value flag"), (["live", "--out=a", "--out=b"], "--out is given twice"),
+    (["live", "--resume=yes"], "--resume expects true or false")])
+def test_a_bad_command_line_is_refused_naming_what_is_wrong(argv, named, capsys):
+    assert R._cli(argv) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 2 and named in said[0] and said[1].startswith("usage:")
+
+
 def test_d768_plan_is_the_seeds_regime_with_seed_driven_data_order():
     runs = R.plan("d768")
     assert len({R.run_id(g, a, o["seed"]) for g, a, o in runs}) == len(runs) == 42
