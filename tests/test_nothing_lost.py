@@ -53,6 +53,19 @@ def test_a_deleted_metrics_file_is_restored_from_the_checkpoint_on_resume(data_d
     assert all(after[s] == before[s] for s in before if s < 10) and max(after) == 15
 
 
+def test_a_resumed_run_names_the_temporary_file_a_killed_checkpoint_write_left_and_keeps_it(data_dir, tmp_path):
+    """kill -9 during a checkpoint write leaves its hidden temporary file (files.write_file can't remove it). Its
+    content can't tell it from a file of the user's, so it is kept, and the resumed run says where and what it is."""
+    tiny_run(tmp_path, 10, eval_interval=5)
+    left = tmp_path / ".ckpt.pt.k7x2_q9a.tmp"
+    left.write_bytes(b"PK" + b"\0" * 3000)          # the start of a zip, as a cut torch.save leaves it
+    said = []
+    T.train(config(max_iters=15, lr_decay_iters=10, eval_interval=5, out_dir=str(tmp_path), resume=True),
+            progress=False, log=said.append)
+    note = [s for s in said if left.name in s]
+    assert left.exists() and len(note) == 1 and "kill" in note[0] and "delete" in note[0]
+
+
 def test_a_fresh_run_refuses_a_folder_holding_an_earlier_runs_metrics_or_config(data_dir, tmp_path):
     tiny_run(tmp_path, 50)
     (tmp_path / "ckpt.pt").unlink()                                # a finished run whose checkpoint was deleted
