@@ -84,7 +84,7 @@ class Demo:
     dataset: str = flag("shakespeare", "shakespeare | pydoc_topics (what data/prepare.py falls back to offline)")
     device: str = flag("auto", "auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N")
     workers: int = flag(0, "processes side by side (0: on a CPU one per core available, at most one per run)")
-    threads: int = flag(0, "torch threads per process (0: 1 with several workers, else torch's default)")
+    threads: int = flag(0, "torch threads per process (0: 1 with several workers, else torch's default), <= cores")
     out: str = flag("out/demo", "folder for runs/, demo.json, demo.png (relative to the repository root)")
     fresh: bool = flag(False, "true: re-make runs already finished with this config in out/runs/")
     quick: bool = flag(False, "true: the classroom run (QUICK: 3 seeds, 50 steps, about 2 minutes on 2 cores)")
@@ -393,10 +393,10 @@ def _main(argv, log):
             log(f"{path} is not a finished run of this config: kept as *{set_aside(path)}, the run made again")
         jobs.append((path, config))
     workers = min(s.workers or (available_cores() if device_kind == "cpu" else 1), max(1, len(jobs)))
-    threads = s.threads or (1 if workers > 1 else torch.get_num_threads())
+    threads = min(s.threads or (1 if workers > 1 else torch.get_num_threads()), os.cpu_count() or 1)  # (more: slower)
     log(f"demo: {len(configs)} runs ({', '.join(optimizers_of(s.optimizers))} x logn, ortho x seeds {s.seeds}), "
         f"d={s.n_embd}, {s.steps} steps, n={c.vocab_size} ({meta['dataset']}), on {device_kind}"
-        + (f" in {workers} processes of 1 thread" if workers > 1 else f" with {threads} thread(s)")
+        + (f" in {workers} processes of" if workers > 1 else " with") + f" {threads} thread(s)"
         + (f"; {reused} finished runs reused from {runs_dir}" if reused else ""))
     if jobs and device_kind == "cpu":
         evals = len(measured_steps(configs[0]))

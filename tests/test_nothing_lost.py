@@ -278,6 +278,16 @@ def test_a_demo_run_file_whose_fields_contradict_its_config_is_made_again(tiny_d
     assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 6
 
 
+def test_the_demo_runs_no_more_threads_per_process_than_the_machine_has_cores(tiny_data, tmp_path):
+    """--threads=99999 ran out of memory in torch (5000: a segfault, not a word); more threads than cores only slow
+    a run down, so it is capped there, and the first line and demo.json say what ran."""
+    import demo as D
+    said = []
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path}", "--threads=99999"], log=said.append) == 0
+    assert any(f"with {os.cpu_count()} thread(s)" in s for s in said if s.startswith("demo:"))
+    assert D.load_result(str(tmp_path / "demo.json"))["run"]["threads_per_worker"] == os.cpu_count()
+
+
 def test_load_result_refuses_settings_its_runs_were_not_made_with(tmp_path):
     import demo as D
     result = json.loads(open(D.COMMITTED).read())
