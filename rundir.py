@@ -131,6 +131,11 @@ def claim_out_dir(c):
         raise TrainingError(f"{os.path.join(d, folders[0])} is a folder, not a run's file: a run reads and writes "
                             f"only files of its own; move it away, or give another --out_dir")
     earlier = [f for f in ("ckpt.pt", "metrics.jsonl", "config.json") if os.path.exists(os.path.join(d, f))]
+    # a checkpoint is judged by its content too: --overwrite deletes only what a run wrote (--resume says more)
+    if "ckpt.pt" in earlier and not c.resume and not written_by_a_run(ckpt):
+        release_out_dir(lock, refused=True)
+        raise TrainingError(f"{ckpt} is not a checkpoint a tiedgpt run wrote (or one damaged since): a run replaces "
+                            f"only a run's own files; move it away, or give another --out_dir")
     if earlier and not c.resume and not c.overwrite:  # a fresh run never writes over another run's files
         release_out_dir(lock, refused=True)
         if "ckpt.pt" in earlier:
@@ -138,13 +143,7 @@ def claim_out_dir(c):
                                 f"--out_dir=NEW starts a new run beside it, --overwrite=true replaces it")
         raise TrainingError(f"{d} holds an earlier run's {' and '.join(earlier)} (no checkpoint to resume): "
                             f"--out_dir=NEW starts a new run beside them, --overwrite=true replaces them")
-    if c.overwrite:  # a checkpoint is judged by its content too: --overwrite deletes only what a run wrote
-        kept = [f for f in ("ckpt.pt",) if os.path.isfile(os.path.join(d, f)) and not written_by_a_run(os.path.join(d, f))]
-        if kept:
-            release_out_dir(lock, refused=True)
-            raise TrainingError(f"{os.path.join(d, kept[0])} is not a checkpoint a tiedgpt run wrote (or one damaged "
-                                f"since): --overwrite deletes only a run's own files; move it away, or give another "
-                                f"--out_dir")
+    if c.overwrite:
         for name in RUN_FILES:
             if name == "ckpt.pt.tmp" and not written_by_a_run(os.path.join(d, name)):
                 continue  # an older version's temporary name: cleared only if it is a whole checkpoint

@@ -1080,10 +1080,12 @@ def test_every_committed_run_is_its_plans_by_the_whole_resolved_config():
         R.check_made_by_plan(scale, R.load_runs(R.committed_path(scale)), R.committed_path(scale))
 
 
+@pytest.mark.parametrize("mode", ["--overwrite=true", "--resume=false"])
 @pytest.mark.parametrize("content", ["bytes", "another program's torch file", "a zip naming the fields in passing"])
-def test_overwrite_never_deletes_a_ckpt_pt_no_run_wrote(data_dir, tmp_path, capsys, content):
+def test_overwrite_never_deletes_a_ckpt_pt_no_run_wrote(data_dir, tmp_path, capsys, content, mode):
     """C1, C2 (and the eighth pass's F1-2): --overwrite replaces a run's own files; a ckpt.pt is judged by what is in
-    it, as config.json is: torch.save's layout, and the checkpoint's own keys pickled."""
+    it, as config.json is: torch.save's layout, and the checkpoint's own keys pickled. A fresh run says the same
+    (the sixteenth pass's E: it advised --overwrite=true, which then refused the file)."""
     import zipfile
     path = tmp_path / "ckpt.pt"
     if content == "bytes":
@@ -1095,9 +1097,10 @@ def test_overwrite_never_deletes_a_ckpt_pt_no_run_wrote(data_dir, tmp_path, caps
     else:
         torch.save({"model": {"w": torch.ones(2)}, "iter_num": 5000, "best_val_loss": 2.9}, path)   # a nanoGPT-like one
     kept = path.read_bytes()
-    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path}", "--overwrite=true"])
+    code = T.main([*TINY, "--max_iters=2", f"--out_dir={tmp_path}", mode])
     err = capsys.readouterr().err
     assert code != 0 and one_line(err) and "not a checkpoint a tiedgpt run wrote" in err and path.read_bytes() == kept
+    assert "--overwrite=true replaces" not in err
 
 
 def test_overwrite_clears_a_runs_own_checkpoint_and_leaves_a_ckpt_pt_tmp_that_is_none(data_dir, tmp_path):
