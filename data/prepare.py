@@ -214,9 +214,10 @@ def own_files(dataset, parts=None):
         if not os.path.lexists(path) or parts and _same_bytes(path, parts.get(f"{split}.bin", b"")):
             continue
         if not os.path.isfile(path) or os.path.getsize(path) != 2 * meta[f"{split}_tokens"] or (
-                meta.get(f"{split}_sha256") and _source_sha256(path) != meta[f"{split}_sha256"]):
+                _source_sha256(path) != meta.get(f"{split}_sha256")):  # (one from before the hashes can't vouch)
             raise ValueError(f"{path} is not the {split}.bin that {d}/meta.json vouches for (its size or sha256 "
-                             f"differs): move it away, or delete it if prepare.py made it, and run again")
+                             f"differs, or it names none): move it away, or delete it if prepare.py made it, and run "
+                             f"again")
     return meta
 
 

@@ -114,6 +114,24 @@ def test_a_token_file_corrupted_in_place_is_refused_not_trained_on(data_dir, tmp
         open(path, "wb").write(good)
 
 
+@pytest.mark.corpus
+def test_a_meta_json_from_before_token_hashes_vouches_only_for_the_bytes_prepare_would_write(tmp_path, monkeypatch):
+    """The sixteenth pass's A: such a meta.json names the token files' sizes, not their sha256. A folder it made is
+    prepared again and gains the hashes; a same-size train.bin of the user's put there is refused, and kept."""
+    P, d = made_up_shakespeare(tmp_path, monkeypatch, "To be, or not to be: that is the question. " * 40)
+    P.prepare("shakespeare", log=quiet)
+    meta = json.loads((d / "meta.json").read_text())
+    old = {k: v for k, v in meta.items() if not k.endswith("_sha256") or k == "sha256"}
+    (d / "meta.json").write_text(json.dumps(old))                  # as an older tiedgpt wrote it
+    assert "train_sha256" in P.ensure_prepared("shakespeare", log=quiet)
+    (d / "meta.json").write_text(json.dumps(old))
+    mine = bytes(reversed((d / "train.bin").read_bytes()))         # the user's file, of the same size
+    (d / "train.bin").write_bytes(mine)
+    with pytest.raises(ValueError, match="train.bin") as e:
+        P.ensure_prepared("shakespeare", log=quiet)
+    assert one_line(str(e.value)) and (d / "train.bin").read_bytes() == mine
+
+
 @pytest.mark.corpus  # (a made-up text prepared as 'shakespeare' in a temp dir)
 def test_the_fix_for_a_damaged_meta_json_never_deletes_the_source_text(tmp_path, monkeypatch):
     P, d = made_up_shakespeare(tmp_path, monkeypatch, "To be, or not to be: that is the question. " * 40)
