@@ -336,6 +336,19 @@ def test_the_sweep_makes_a_damaged_run_file_again_and_keeps_a_diverged_one(tmp_p
     assert Z.finished(str(path), config)
 
 
+@pytest.mark.parametrize("diverged", [True, "yes", 5, -1])
+def test_a_sweep_record_whose_divergence_is_no_step_after_its_curve_is_not_a_result(tmp_path, diverged):
+    """The sixteenth pass's D: a whole, finite curve with diverged=true turned its report cell to "diverged". A run
+    that diverged logged its rows up to the step where its loss went non-finite: a whole number, at or after them."""
+    from research import stepsize as Z
+    import dataclasses
+    config = Z.run_config("signum", 1e-2, "logn", 1)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(dict(optimizer="signum", arm="logn", seed=1, config=dataclasses.asdict(config),
+                                    steps=[0, 10], val=[9.9, 9.5], diverged=diverged)))
+    assert not Z.finished(str(path), config)
+
+
 @pytest.mark.parametrize("case", ["missing", "empty", "null record", "nan record"])
 def test_the_sweep_report_refuses_what_it_cannot_read_in_one_line(case, tmp_path, capsys):
     from research import stepsize as Z
