@@ -74,7 +74,7 @@ def measured_steps(config):
 
 def curve_problem(rec, steps=None):
     """None if `rec` holds a whole val curve (a list of whole-number steps, `steps` if given, and as many finite
-    val losses, and where it diverged, a step at or after them), else what is wrong with it, in a few words."""
+    val losses, and where it diverged, a step from its last to max_iters), else what is wrong with it, in a few words."""
     if not isinstance(rec, dict):
         return "not a JSON object"
     if edited(rec):
@@ -92,9 +92,12 @@ def curve_problem(rec, steps=None):
         return "its val losses are not one per step"
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
         return "its val losses are not all finite numbers"
-    d = rec.get("diverged")  # (errors.Diverged: the step its loss went non-finite, its rows logged before it)
-    if d is not None and not (isinstance(d, int) and not isinstance(d, bool) and d >= s[-1]):
-        return "its diverged is not the step its curve stops at or after"
+    # diverged (errors.Diverged): the step its loss went non-finite, its rows logged before it; at most max_iters (the
+    # last evaluation's), and a curve that reaches max_iters did not diverge
+    d, last = rec.get("diverged"), (cfg.get("max_iters") if isinstance(cfg, dict) else None)
+    if d is not None and not (isinstance(d, int) and not isinstance(d, bool) and s[-1] <= d
+                              and (not isinstance(last, int) or d <= last and s[-1] < last)):
+        return "its diverged is not a step from where its curve stops to the run's last"
     return None
 
 

@@ -63,7 +63,19 @@ def test_a_resumed_run_names_the_temporary_file_a_killed_checkpoint_write_left_a
     T.train(config(max_iters=15, lr_decay_iters=10, eval_interval=5, out_dir=str(tmp_path), resume=True),
             progress=False, log=said.append)
     note = [s for s in said if left.name in s]
-    assert left.exists() and len(note) == 1 and "kill" in note[0] and "delete" in note[0]
+    assert left.exists() and len(note) == 1 and "kill" in note[0] and "delete" in note[0] and "3,002 bytes" in note[0]
+
+
+def test_a_link_or_folder_named_like_a_cut_write_is_left_alone_and_blocks_nothing(data_dir, tmp_path):
+    """The seventeenth pass's F2: a dangling link under such a name refused every run with a bare errno line (its size
+    was read). Only a regular file is a write's leftover; anything else under the name is not a run's, and is left."""
+    (tmp_path / ".ckpt.pt.abcdefgh.tmp").symlink_to(tmp_path / "nowhere")
+    (tmp_path / ".config.json.abcdefgh.tmp").mkdir()
+    said = []
+    T.train(config(max_iters=5, eval_interval=5, out_dir=str(tmp_path)), progress=False, log=said.append)
+    T.train(config(max_iters=10, lr_decay_iters=5, eval_interval=5, out_dir=str(tmp_path), resume=True),
+            progress=False, log=said.append)
+    assert not [s for s in said if "abcdefgh" in s] and (tmp_path / ".ckpt.pt.abcdefgh.tmp").is_symlink()
 
 
 def test_a_fresh_run_refuses_a_folder_holding_an_earlier_runs_metrics_or_config(data_dir, tmp_path):
@@ -336,17 +348,21 @@ def test_the_sweep_makes_a_damaged_run_file_again_and_keeps_a_diverged_one(tmp_p
     assert Z.finished(str(path), config)
 
 
-@pytest.mark.parametrize("diverged", [True, "yes", 5, -1])
-def test_a_sweep_record_whose_divergence_is_no_step_after_its_curve_is_not_a_result(tmp_path, diverged):
-    """The sixteenth pass's D: a whole, finite curve with diverged=true turned its report cell to "diverged". A run
-    that diverged logged its rows up to the step where its loss went non-finite: a whole number, at or after them."""
+@pytest.mark.parametrize("steps, diverged", [([0, 10], True), ([0, 10], "yes"), ([0, 10], 5), ([0, 10], -1),
+                                             ([0, 10], 101), ([0, 10], 10 ** 9), (None, 100)])
+def test_a_sweep_record_whose_divergence_is_no_step_after_its_curve_is_not_a_result(tmp_path, steps, diverged):
+    """The sixteenth pass's D: a whole, finite curve with diverged=true turned its report cell to "diverged"; the
+    seventeenth's F1: so did diverged=150 on a run of 100 steps. A run that diverged logged its rows up to the step
+    where its loss went non-finite: a whole number, at or after them, and at most max_iters (where the last evaluation
+    is); a curve that reaches max_iters did not diverge."""
     from research import stepsize as Z
     import dataclasses
     config = Z.run_config("signum", 1e-2, "logn", 1)
+    steps = steps or Z.workers.measured_steps(config)
     path = tmp_path / "run.json"
     path.write_text(json.dumps(dict(optimizer="signum", arm="logn", seed=1, config=dataclasses.asdict(config),
-                                    steps=[0, 10], val=[9.9, 9.5], diverged=diverged)))
-    assert not Z.finished(str(path), config)
+                                    steps=steps, val=[9.9] * len(steps), diverged=diverged)))
+    assert config.max_iters == 100 and not Z.finished(str(path), config)
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "null record", "nan record"])
