@@ -289,10 +289,11 @@ def check_prepared(dataset, meta):
             raise ValueError(f"{path} has an odd size ({size} bytes), so it is not uint16 tokens: {fix}")
         if size // 2 != meta[f"{split}_tokens"]:
             raise ValueError(f"{path} holds {size // 2:,} tokens but meta.json says {meta[f'{split}_tokens']:,}: {fix}")
+        if meta.get(f"{split}_sha256") and _source_sha256(path) != meta[f"{split}_sha256"]:  # first: whose file is it
+            raise ValueError(f"{path} is not the file that was prepared (its sha256 differs from meta.json's): move it "
+                             f"away if it is yours; else {fix}")
         if size and int(load_split(dataset, split).max()) >= meta["vocab_size"]:
             raise ValueError(f"{path} holds token ids >= the vocabulary's {meta['vocab_size']}: {fix}")
-        if meta.get(f"{split}_sha256") and _source_sha256(path) != meta[f"{split}_sha256"]:
-            raise ValueError(f"{path} is not the file that was prepared (its sha256 differs from meta.json's): {fix}")
 
 
 def refix(dataset):

@@ -379,7 +379,7 @@ def bad_args(argv, opts):
     """What is wrong with the command line, in words (None when nothing is): the plan comes first, then --key=value
     flags, each known and given once."""
     if not argv or argv[0] not in SCALES:
-        return f"the first argument names the plan, one of {', '.join(SCALES)} (got {argv[0] if argv else 'none'!r})"
+        return f"the first argument names the plan, one of {', '.join(SCALES)} (got {repr(argv[0]) if argv else 'none'})"
     for a in argv[1:]:
         if not (a.startswith("--") and "=" in a):
             return f"{a!r} is not a --key=value flag"

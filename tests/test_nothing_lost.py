@@ -127,6 +127,18 @@ def test_a_token_file_corrupted_in_place_is_refused_not_trained_on(data_dir, tmp
 
 
 @pytest.mark.corpus
+def test_a_token_file_that_is_not_the_prepared_one_is_named_so_before_its_contents_are_judged(tmp_path, monkeypatch):
+    """The seventeenth pass's 3f: a same-size train.bin of other bytes was refused for its token ids, with the advice
+    to delete it. Its sha256 says first that it is not the prepared file, and the advice keeps a file of the user's."""
+    P, d = made_up_shakespeare(tmp_path, monkeypatch, "To be, or not to be: that is the question. " * 40)
+    P.prepare("shakespeare", log=quiet)
+    (d / "train.bin").write_bytes(bytes([255]) * (d / "train.bin").stat().st_size)   # ids 65535, past the vocabulary
+    with pytest.raises(ValueError, match="train.bin is not the file that was prepared.*move it away") as e:
+        P.ensure_prepared("shakespeare", log=quiet)
+    assert one_line(str(e.value))
+
+
+@pytest.mark.corpus
 def test_a_meta_json_from_before_token_hashes_vouches_only_for_the_bytes_prepare_would_write(tmp_path, monkeypatch):
     """The sixteenth pass's A: such a meta.json names the token files' sizes, not their sha256. A folder it made is
     prepared again and gains the hashes; a same-size train.bin of the user's put there is refused, and kept."""
