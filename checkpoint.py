@@ -83,9 +83,7 @@ def load_checkpoint(path, config, data=None, model=None, optimizer=None):
     if bad is not None:
         raise damaged(path, f"its part {bad} fails its checksum (bytes changed since it was written)")
     try:
-        with warnings.catch_warnings():  # torch warns about some pickles it then refuses: the refusal is one line
-            warnings.simplefilter("ignore")
-            state = torch.load(path, map_location="cpu", weights_only=True)
+        state = load_as_data(path)
     except Exception as e:  # weights_only refuses globals (code) with an UnpicklingError, as it does bad bytes
         code = re.search(r"(?:[Uu]nsupported global:|unsupported) GLOBAL (\S+)", str(e))
         why = (f"it asks to load {code.group(1)}, which is code, not data: refused, nothing was run" if code
@@ -148,11 +146,18 @@ def written_by_a_run(path):
                                                   for k in (b"data_rng", b"torch_rng"))):
         return False
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return isinstance(torch.load(path, map_location="cpu", weights_only=True, mmap=True), dict)
+        return isinstance(load_as_data(path, mmap=True), dict)
     except Exception:  # code asked for, or a damaged pickle
         return False
+
+
+def load_as_data(path, mmap=False):
+    """torch.load of tensors and plain values only (weights_only=True: a pickle asking for code raises, never runs),
+    onto the CPU; mmap: tensors mapped, not read. Torch's warnings about pickles it then refuses are silenced: the
+    caller's refusal is one line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
 
 
 def damaged(path, what):
