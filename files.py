@@ -7,6 +7,7 @@ sealed and edited tell a JSON file the project wrote from one edited since.
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 import time
@@ -28,12 +29,29 @@ def edited(obj):
     return isinstance(obj, dict) and "sha256" in obj and obj["sha256"] != content_sha256(obj)
 
 
+def cut_writes(folder, names):
+    """(name, size) of each temporary file write_file left in `folder` when killed mid-write (kill -9 runs no cleanup)
+    while writing one of `names`: a regular file named as it names them, .<name>.<mkstemp's 8 characters>.tmp."""
+    pattern = rf"\.({'|'.join(map(re.escape, names))})\.[a-z0-9_]{{8}}\.tmp"
+    found = []
+    for name in sorted(os.listdir(folder) if folder and os.path.isdir(folder) else []):
+        if re.fullmatch(pattern, name):
+            try:
+                st = os.lstat(os.path.join(folder, name))  # (a link, a folder or a FIFO under the name is no write's)
+            except OSError:  # gone since listed
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.append((name, st.st_size))
+    return found
+
+
 def write_file(path, write, mode="w"):
     """Write `path` whole or not at all: write(f) fills a new temporary file beside it, made with an unguessable name
     and O_EXCL (tempfile.mkstemp), so nothing planted under a temporary name is written through; it then replaces
     `path` (os.replace), so a symbolic or hard link at `path` is replaced and the file it led to is never touched. A
     failure, Ctrl-C included, removes the temporary file and leaves `path` as it was."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    # (a kill -9 before os.replace below leaves tmp behind: cut_writes finds it)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode) as f:

@@ -18,7 +18,7 @@ import torch
 
 from checkpoint import load_checkpoint, written_by_a_run
 from errors import TrainingError
-from files import edited, sealed, set_aside, special, write_file
+from files import cut_writes, edited, sealed, set_aside, special, write_file
 from machine import environment
 
 
@@ -343,21 +343,6 @@ def read_metrics(path, before, runs=None):
     return out
 
 
-def cut_writes(d):
-    """(name, size) of each temporary file in out_dir d that files.write_file left when killed mid-write (kill -9 runs
-    no cleanup): a regular file named as tempfile.mkstemp names them, .<run file>.<8 random characters>.tmp."""
-    found = []
-    for name in sorted(os.listdir(d) if d and os.path.isdir(d) else []):
-        if re.fullmatch(r"\.(ckpt\.pt|config\.json|metrics\.jsonl)\.[a-z0-9_]{8}\.tmp", name):
-            try:
-                st = os.lstat(os.path.join(d, name))  # (a link, a folder or a FIFO under the name is no write's)
-            except OSError:  # gone since listed
-                continue
-            if stat.S_ISREG(st.st_mode):
-                found.append((name, st.st_size))
-    return found
-
-
 def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     """Where a run stands before its first step: dict(step, tokens, loss_sum, n_summed, history, ckpt_step, emb0,
     run_id). run_id names the run: new for a fresh one, the checkpoint's for a resumed one (a new one for a checkpoint
@@ -373,7 +358,8 @@ def start_state(c, model, optimizer, gen, data_id, device, log, master=True):
     # which load_checkpoint makes sure is the checkpoint's
     state = dict(step=0, tokens=0, loss_sum=0.0, n_summed=0, history=[], ckpt_step=None, run_id=uuid.uuid4().hex,
                  emb0=model.transformer.wte.weight.detach().clone() if c.log_rows else None)
-    for name, size in cut_writes(c.out_dir) if master else ():  # kept: by content it can't be told from a user's
+    # kept: by content a write's leftover can't be told from a file of the user's
+    for name, size in cut_writes(c.out_dir, ("ckpt.pt", "config.json", "metrics.jsonl")) if master else ():
         log(f"{os.path.join(c.out_dir, name)} is the temporary file of a write cut short (a kill, a crash): no run "
             f"reads it; delete it to free its {size:,} bytes")
     if not c.resume:
