@@ -1,16 +1,15 @@
 """
 Every setting of a run, each a --key=value flag of train.py: the Config dataclass (GPTConfig's model fields, then the
-training fields), its checks, the four settings whose default stands for another value (resolved_defaults: every reader
-asks it), and the flag parser that demo.py and the research scripts share.
+training fields) with its checks, the four settings whose default stands for another value (resolved_defaults), and
+the flag parser that demo.py and the research scripts share.
 """
 
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, fields
 
-from errors import print_help
-from machine import check_device_settings
 from optim import DEFAULT_WEIGHT_DECAY, TIGER_RESIDUAL_STD, check_settings
 from tiedgpt import GPTConfig, flag
 
@@ -60,23 +59,16 @@ class Config(GPTConfig):
     dense_val_until: int = flag(0, "up to this step, also val_subset_loss every log_interval steps (0: off)")
     dense_val_windows: int = flag(128, "windows of the val split in that subset (evenly spaced; >= 1)")
     log_interval: int = flag(10, "steps between logged rows")
-    # how far E's rows turned from their init, how much of the 2-gram self-logit is left, how much the residual
-    # branches add to what the head sees (appendix B, section 10)
-    log_rows: bool = flag(False, "also log emb_turn, self_logit, branch_ratio and head_scale (probes.row_probe)")
     seed: int = flag(1337, "model init (and dropout) seed, in [0, 2**63)")
     data_seed: int = flag(None, "batch-order seed (None: the same as seed); fix it to give every run the same data")
     # system
     device: str = flag("auto", "auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N | mps (Apple GPUs; untested)")
     dtype: str = flag("auto", "auto (bfloat16 on GPUs that have it, else float32) | float32 | bfloat16")
     compile: bool = flag(False, "torch.compile the model (true|false)")
-    # A folder that holds an earlier run's checkpoint is refused unless resume or overwrite says what to do with it
     out_dir: str = flag(None, "folder for config.json, metrics.jsonl, ckpt.pt (None: out/<head>; '': write nothing)")
-    resume: bool = flag(False, "continue from out_dir/ckpt.pt (true|false)")
-    overwrite: bool = flag(False, "replace an earlier run's checkpoint in out_dir (true|false)")
+    resume: bool = flag(False, "continue the run checkpointed in out_dir (true|false)")
+    overwrite: bool = flag(False, "replace the run in out_dir: its files are removed first (true|false)")
     sample_tokens: int = flag(100, "tokens of text to print at the end (0: none)")
-    bench: int = flag(0, "python bench.py: time this many steps (after 2 warm-up steps), print speed and memory")
-    bench_baseline: bool = flag(False, "with bench: also time the nanoGPT-style path of the same shape, print ratios")
-    bench_profile: bool = flag(False, "with bench: print torch.profiler's costliest ops (true|false)")
 
     def __post_init__(self):
         for f in fields(self):  # NaN or inf can't mean anything for any setting here
@@ -87,31 +79,28 @@ class Config(GPTConfig):
             # Tiger moves each matrix by lr x its RMS: exact zeros never would (optim.TIGER_RESIDUAL_STD says more)
             self.residual_std = TIGER_RESIDUAL_STD
         check_settings(self)  # the optimizer's (optim.py)
-        check_device_settings(self)  # the machine's (machine.py)
         super().__post_init__()  # the model's (tiedgpt.py)
         if self.out_dir is None:
             self.out_dir = os.path.join("out", self.head)
-        for name in ("seed", "data_seed"):
-            v = getattr(self, name)
-            if v is not None and not 0 <= v < 2 ** 63:
-                raise ValueError(f"{name} must be in [0, 2**63), got {v}")
-        # dense_val_windows=0 once meant "all of them" without saying so: eval_full_val is that
         least = dict(batch_size=1, eval_iters=1, log_interval=1, eval_interval=1, dense_val_windows=1, max_iters=0,
-                     warmup_iters=0, sample_tokens=0, bench=0, dense_val_until=0)
+                     warmup_iters=0, sample_tokens=0, dense_val_until=0, seed=0, data_seed=0, lr_decay_iters=0)
         for name, low in least.items():
-            if getattr(self, name) < low:
+            if getattr(self, name) is not None and getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
+        for name in ("seed", "data_seed"):
+            if getattr(self, name) is not None and getattr(self, name) >= 2 ** 63:
+                raise ValueError(f"{name} must be in [0, 2**63), got {getattr(self, name)}")
         if not self.lr > 0 or (self.min_lr is not None and not 0 <= self.min_lr <= self.lr):
             raise ValueError(f"lr must be > 0 and min_lr in [0, lr] (the cosine ends at min_lr), got lr={self.lr}, "
                              f"min_lr={self.min_lr}")
-        if (self.bench_baseline or self.bench_profile) and not self.bench:
-            raise ValueError("bench_baseline and bench_profile need bench=N (the number of steps to time)")
         if self.vocab not in ("full", "corpus"):
             raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
-        if self.lr_decay_iters is not None and self.lr_decay_iters < 0:
-            raise ValueError(f"lr_decay_iters must be >= 0 (the step the cosine reaches min_lr), got {self.lr_decay_iters}")
         if self.resume and self.overwrite:
             raise ValueError("resume and overwrite contradict each other: continue the run, or replace it")
+        if self.dtype not in ("auto", "float32", "bfloat16"):  # float16 would need loss scaling, which this code omits
+            raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
+        if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device):
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
 
     def model_config(self):
         return GPTConfig(**{k: getattr(self, k) for k in MODEL_FIELDS})
@@ -122,7 +111,7 @@ class Config(GPTConfig):
 
 
 # Four settings whose default, None, stands for another value. Each is worked out here and nowhere else: the loop, the
-# optimizer and a checkpoint's settings check (checkpoint.run_settings) all ask resolved_defaults.
+# optimizer and the checkpoint's settings check (rundir.run_settings) all ask resolved_defaults.
 RESOLVED = dict(data_seed="seed", min_lr="lr/10", lr_decay_iters="max_iters", weight_decay="the optimizer's")
 
 
@@ -130,12 +119,10 @@ def resolved_defaults(get):
     """{data_seed, min_lr, lr_decay_iters, weight_decay} as they act, from get(name) -> a setting (a Config's
     attribute, or a saved config's value): data_seed None is the seed, min_lr None lr/10, lr_decay_iters None
     max_iters, weight_decay None the optimizer's default (optim.DEFAULT_WEIGHT_DECAY)."""
-    lr = get("lr")
-    return dict(data_seed=get("seed") if get("data_seed") is None else get("data_seed"),
-                min_lr=(lr / 10 if isinstance(lr, (int, float)) else None) if get("min_lr") is None else get("min_lr"),
-                lr_decay_iters=get("max_iters") if get("lr_decay_iters") is None else get("lr_decay_iters"),
-                weight_decay=DEFAULT_WEIGHT_DECAY.get(get("optimizer")) if get("weight_decay") is None
-                else get("weight_decay"))
+    pick = lambda name, default: default if get(name) is None else get(name)  # noqa: E731
+    return dict(data_seed=pick("data_seed", get("seed")), min_lr=pick("min_lr", get("lr") / 10),
+                lr_decay_iters=pick("lr_decay_iters", get("max_iters")),
+                weight_decay=pick("weight_decay", DEFAULT_WEIGHT_DECAY[get("optimizer")]))
 
 
 def parse_args(argv, cls=Config, doc=None):
@@ -145,7 +132,7 @@ def parse_args(argv, cls=Config, doc=None):
     for arg in argv:
         if arg in ("-h", "--help"):
             width = max(len(f"--{f.name}={f.default}") for f in fields(cls))
-            print_help((doc or __doc__).strip() + "\n\nflags (--key=value, default shown):\n" + "\n".join(
+            print((doc or __doc__).strip() + "\n\nflags (--key=value, default shown):\n" + "\n".join(
                 f"  {f'--{f.name}={f.default}':{width}}  {f.metadata.get('help', '')}" for f in fields(cls)))
             sys.exit(0)
         key, eq, val = arg[2:].partition("=")
@@ -161,8 +148,7 @@ def parse_args(argv, cls=Config, doc=None):
 
 
 def convert(f, val):
-    """A flag's text as dataclass field f's type (its annotation): None where that is the default, true/false, or
-    int, float, str."""
+    """A flag's text as dataclass field f's type: None where that is the default, true/false, or int, float, str."""
     if val.lower() == "none" and f.default is None:
         return None
     try:

@@ -17,38 +17,30 @@ says how it was chosen. Results go to --out (default out/demo/): runs/ (one JSON
 reuses them, so Ctrl-C loses nothing finished), demo.json and demo.png (the loss curves beside the gap).
 """
 
-import hashlib
-import io
 import json
-import math
 import os
 import platform
-import signal
 import sys
 import time
 from dataclasses import dataclass, fields
 
-if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
-
-import numpy as np  # noqa: E402
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from config import Config, convert
 from config import parse_args as config_parse_args
 from data.prepare import load_data
-from errors import TrainingError
-from files import set_aside, special, write_file
-from machine import available_cores, cpu_name, in_notebook, loadavg, setup_device
 from research import records
+from research.appendix_b import campaign_comparison, campaign_lines
 from research.figures import OPT_NAMES
 from research.figures import demo_figure as figure  # lesson 04 draws the result as demo.figure(result)
-from research.appendix_b import campaign_comparison, campaign_lines
 from research.stats import interval
-from research.workers import config_key, curve_problem, expected_seconds, finished_run, measured_steps, run_all
-from rundir import check_out_folder
+from research.workers import (available_cores, config_key, cpu_name, curve_problem, expected_seconds, finished_run,
+                              loadavg, measured_steps, run_all)
+from rundir import TrainingError, check_out_folder
 from tiedgpt import flag
+from train import in_notebook, setup_device
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 COMMITTED = os.path.join(ROOT, "research", "runs", "demo.json")  # one full default run (lesson 04 reads it)
@@ -169,33 +161,6 @@ def run_config(s, opt, arm, seed, dataset, device):
                   out_dir="", sample_tokens=0)
 
 
-def set_aside_other_result(out, settings, log, dataset=None):
-    """A demo.json in `out` made with other settings or on another text (dataset: its name, sha256 and n; a field an
-    older result lacks is not compared), and its demo.png, are kept beside them with one suffix, not overwritten
-    (their runs stay too); so is a demo.png that is not the one its demo.json recorded (png_sha256; older results:
-    not a PNG), or that has no demo.json beside it: a file of the user's."""
-    path, png = os.path.join(out, "demo.json"), os.path.join(out, "demo.png")
-    try:
-        old = load_result(path)
-        was = old.get("dataset") if isinstance(old.get("dataset"), dict) else {}
-        same = old["settings"] == settings and all(was.get(k, v) == v for k, v in (dataset or {}).items())
-    except ValueError:
-        old, same = None, not os.path.lexists(path) and not os.path.lexists(png)
-    if not same:
-        suffix = set_aside(path, png)
-        log(f"{out} held demo.json or demo.png of other settings (or damaged, or not the demo's): kept as *{suffix}")
-    elif old and os.path.lexists(png) and not ours(png, old["run"].get("png_sha256")):
-        log(f"{png} is not the figure its demo.json recorded: kept as *{set_aside(png)}")
-
-
-def ours(png, sha256):
-    if special(png):  # a FIFO: never the figure, and reading it would wait forever
-        return False
-    with open(png, "rb") as f:
-        data = f.read()
-    return hashlib.sha256(data).hexdigest() == sha256 if sha256 else data.startswith(b"\x89PNG\r\n\x1a\n")
-
-
 def run_path(runs_dir, config):
     return os.path.join(runs_dir, f"{config.optimizer}__{config.head}__seed={config.seed}__{config_key(config)}.json")
 
@@ -259,55 +224,21 @@ def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
 # What lesson 04 imports: a result read back (and checked), its figure and its verdicts in words
 
 def load_result(path=COMMITTED):
-    """A demo result (demo.json) as a dict, its gaps and verdicts recomputed from its runs' val curves. ValueError,
-    one line, for a file that is not a whole demo result, or whose stored verdicts are not what its runs give."""
+    """A demo result (demo.json) as a dict, its gaps and verdicts computed again from its runs' val curves (so they are
+    what the runs say, whatever the file's own copies say). ValueError, one line, for a file that is not one."""
     try:
-        if special(path):  # a FIFO: reading it would wait forever
-            raise OSError(0, "not a regular file")
         with open(path) as f:
             result = json.load(f)
-    except OSError as e:
-        raise ValueError(f"can't read {path}: {e.strerror}") from None
-    except (ValueError, RecursionError):  # (RecursionError: nested too deep to read)
-        raise ValueError(f"{path} is not JSON") from None
-    if not isinstance(result, dict) or not {"settings", "gaps", "verdicts", "runs"} <= set(result):
-        raise ValueError(f"{path} is not a demo result (it lacks settings, gaps, verdicts or runs)")
-    if records.edited(result):  # (a demo.json written before results were sealed can't say)
-        raise ValueError(f"{path} was edited since demo.py wrote it (its sha256 no longer matches its content)")
-    try:
         seeds, opts = seeds_of(result["settings"]["seeds"]), optimizers_of(result["settings"]["optimizers"])
         for problem in filter(None, map(curve_problem, result["runs"])):
             raise ValueError(f"a run in it is damaged: {problem}")
-        ids = [(r["optimizer"], r["arm"], r["seed"]) for r in result["runs"]]
-        if len(set(ids)) != len(ids):  # a run added twice would weigh twice where its curve is read
-            raise ValueError("it holds a run twice (the same optimizer, arm and seed)")
         gaps, verdicts, flip = answer(result["runs"], seeds, opts)
-        for opt, v in verdicts.items():
-            old = result["verdicts"][opt]
-            if old["word"] != v["word"] or not math.isclose(old["mean"], v["mean"], abs_tol=1e-9):
-                raise ValueError(f"its stored verdict for {opt} ({old['word']}, {old['mean']:+.3f}) is not what its "
-                                 f"runs give ({v['word']}, {v['mean']:+.3f}): the file was edited or damaged")
-        if result["gaps"] != gaps:
-            raise ValueError("its stored gaps are not what its runs give: the file was edited or damaged")
-        made_with(result)
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
-        raise ValueError(f"{path}: {e if isinstance(e, ValueError) else 'not a whole demo result'}") from None
+    except OSError as e:
+        raise ValueError(f"can't read {path}: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        why = e if isinstance(e, ValueError) else f"missing {e}"
+        raise ValueError(f"{path} is not a whole demo result ({why})") from None
     return dict(result, gaps=gaps, verdicts=verdicts, **({"flip": flip} if flip else {}))
-
-
-SETTING_FIELDS = ("n_embd", "n_layer", "n_head", "batch_size", "block_size", "max_iters", "warmup_iters",
-                  "lr_decay_iters", "lr", "eval_interval", "dense_val_windows", "emb_std", "residual_std")
-
-
-def made_with(result):
-    """ValueError unless each run's config is the one the result's settings make (run_config)."""
-    s = Demo(**{k: result["settings"][k] for k in RUN_KEYS if k in result["settings"]})
-    for r in result["runs"]:
-        want = run_config(s, r["optimizer"], r["arm"], r["seed"], r["config"]["dataset"], "cpu")
-        bad = [k for k in SETTING_FIELDS if r["config"].get(k) != getattr(want, k)]
-        if bad:
-            raise ValueError(f"its settings are not what its runs were made with ({bad[0]}: {r['config'].get(bad[0])} "
-                             f"in a run, {getattr(want, bad[0])} by the settings)")
 
 
 def verdict_lines(result):
@@ -355,89 +286,42 @@ def takeaway(result):
 # The demo
 
 def main(argv, log=print):
-    """Parse flags, run what is missing, write demo.json and demo.png, print the verdicts. Returns the exit code:
-    0 done, 1 a run failed or a file can't be written, 2 a bad flag or setting, 130 interrupted (finished runs kept)."""
-    try:
-        return _main(argv, log)
-    except OSError as e:  # a folder that can't be written (read-only, full, a file where runs/ should be)
-        print(f"demo.py: can't write {e.filename or 'the output'}: {e.strerror or e} (finished runs are kept)",
-              file=sys.stderr)
-        return 1
-
-
-def _main(argv, log):
+    """Parse flags, make the runs not made yet, write demo.json and demo.png, print the verdicts. Returns the exit
+    code: 0 done, 1 a run failed or a file can't be written, 2 a bad flag or setting, 130 stopped by Ctrl-C (the
+    finished runs are kept: the same command goes on from them)."""
     t0, load0 = time.time(), loadavg()
     try:
         s = parse_args(argv)
         out = check_out_folder(s.out, "--out", base=ROOT)
-        runs_dir = check_out_folder(os.path.join(out, "runs"), "--out's runs/")  # runs/ may be a link: checked too
         device = str(setup_device(Config(device=s.device, out_dir=""))[0])
+        device = "cuda" if device.startswith("cuda") else device
         # prepare the data once, here, before any worker needs it
         c, meta = load_data(run_config(s, "adamw", "logn", 0, s.dataset, "cpu"), log=log)[:2]
-    except (ValueError, FileNotFoundError) as e:
+    except ValueError as e:
         print(f"demo.py: {e}", file=sys.stderr)
         return 2
-    os.makedirs(runs_dir, exist_ok=True)
-    dataset = dict(dataset=meta["dataset"], sha256=meta.get("sha256"), n=c.vocab_size)
-    device_kind = "cuda" if device.startswith("cuda") else device
-    configs = [run_config(s, o, a, seed, meta["dataset"], device if device_kind != "cpu" else "cpu")
+    runs_dir = os.path.join(out, "runs")
+    configs = [run_config(s, o, a, seed, meta["dataset"], device)
                for seed in seeds_of(s.seeds) for o in optimizers_of(s.optimizers) for a in ARMS]
-    jobs, reused = [], 0
-    for config in configs:
-        path = run_path(runs_dir, config)
-        done = finished_run(path, config, sealed=True) is not None
-        if done and not s.fresh:
-            reused += 1
-            continue
-        if os.path.lexists(path) and not done:  # damaged, edited, another config's or no run: kept, --fresh or not
-            log(f"{path} is not a finished run of this config: kept as *{set_aside(path)}, the run made again")
-        jobs.append((path, config))
-    workers = min(s.workers or (available_cores() if device_kind == "cpu" else 1), max(1, len(jobs)))
-    threads = min(s.threads or (1 if workers > 1 else torch.get_num_threads()), os.cpu_count() or 1)  # (more: slower)
-    log(f"demo: {len(configs)} runs ({', '.join(optimizers_of(s.optimizers))} x logn, ortho x seeds {s.seeds}), "
-        f"d={s.n_embd}, {s.steps} steps, n={c.vocab_size} ({meta['dataset']}), on {device_kind}"
-        + (f" in {workers} processes of" if workers > 1 else " with") + f" {threads} thread(s)"
-        + (f"; {reused} finished runs reused from {runs_dir}" if reused else ""))
-    if jobs and device_kind == "cpu":
-        evals = len(measured_steps(configs[0]))
-        secs, step_s = expected_seconds(c, s.steps, evals, s.val_windows, len(jobs), workers, threads)
-        log(f"expected: about {secs / 60:.1f} minutes ({len(jobs)} runs of {s.steps} steps; one step takes "
-            f"{step_s:.2f} s here)")
-    # the bar redraws one line: right for a terminal or a notebook; a log file gets one line per finished run instead
-    bar = tqdm(total=sum(c.max_iters for _, c in jobs), unit="step", desc="demo", dynamic_ncols=True,
-               disable=not (jobs and (sys.stderr.isatty() or in_notebook())))
     try:
-        run_all(jobs, workers, threads, bar, log)
+        os.makedirs(runs_dir, exist_ok=True)
+        made, reused, workers, threads = make_runs(s, c, meta, configs, runs_dir, device, log)
+        result = summarise(s, made, dict(dataset=meta["dataset"], sha256=meta["sha256"], n=c.vocab_size),
+                           time.time() - t0, reused, device, workers, threads)
+        result["run"].update(loadavg_start=load0, loadavg_end=loadavg())  # how busy the machine was: a wall time
+        write_result(result, out)                                          # means little without it
     except KeyboardInterrupt:
-        bar.close()
-        kept = sum(finished_run(p, c) is not None for p, c in jobs)
-        print(f"demo.py: interrupted; {reused + kept} of {len(configs)} runs are finished and kept in {runs_dir} "
-              f"(the same command continues from them)", file=sys.stderr)
+        print(f"demo.py: interrupted; the finished runs are kept in {runs_dir} (the same command continues from "
+              f"them)", file=sys.stderr)
         return 130
-    except (TrainingError, ValueError, RuntimeError) as e:
-        bar.close()
+    except (TrainingError, RuntimeError) as e:
         print(f"demo.py: a run failed ({str(e).strip().splitlines()[0][:200]}); finished runs are kept in {runs_dir}",
               file=sys.stderr)
         return 1
-    bar.close()
-    made = [finished_run(run_path(runs_dir, c), c) for c in configs]
-    if any(r is None for r in made):
-        print(f"demo.py: a run's file in {runs_dir} is missing or damaged; run again to re-make it", file=sys.stderr)
+    except OSError as e:  # a folder that can't be written (read-only, full)
+        print(f"demo.py: can't write {e.filename or 'the output'}: {e.strerror or e} (finished runs are kept)",
+              file=sys.stderr)
         return 1
-    result = summarise(s, made, dataset, time.time() - t0, reused, device_kind, workers, threads)
-    # how busy the machine was (1-minute load average, at the start and the end): a wall time means little without it
-    result["run"].update(loadavg_start=load0, loadavg_end=loadavg())
-    import matplotlib
-    if not in_notebook():
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, png = figure(result), io.BytesIO()
-    fig.savefig(png, format="png", dpi=120)
-    plt.close(fig)  # drawn: free it (a notebook shows the figure from demo.figure, not from here)
-    result["run"]["png_sha256"] = hashlib.sha256(png.getvalue()).hexdigest()  # which demo.png is this result's
-    set_aside_other_result(out, result["settings"], log, dataset)
-    records.write_atomic(os.path.join(out, "demo.json"), result)
-    write_file(os.path.join(out, "demo.png"), lambda f: f.write(png.getvalue()), "wb")  # (never through a link)
     log(f"wall time {result['run']['wall_s']:.0f} s ({reused} of {len(configs)} runs reused); wrote "
         f"{os.path.relpath(os.path.join(out, 'demo.json'), ROOT)} and demo.png")
     for line in verdict_lines(result):
@@ -445,6 +329,49 @@ def _main(argv, log):
     return 0
 
 
+def make_runs(s, c, meta, configs, runs_dir, device, log):
+    """Make the runs of `configs` that runs_dir does not hold finished (all of them with --fresh), in worker processes
+    on a CPU (one single-thread process per core: faster than one process of two threads), saying first how long they
+    should take. Returns (every run's record, how many were reused, workers, threads per worker)."""
+    jobs = [(run_path(runs_dir, cfg), cfg) for cfg in configs]
+    todo = [(p, cfg) for p, cfg in jobs if s.fresh or finished_run(p, cfg) is None]
+    workers = min(s.workers or (available_cores() if device == "cpu" else 1), max(1, len(todo)))
+    threads = s.threads or (1 if workers > 1 else torch.get_num_threads())
+    reused = len(jobs) - len(todo)
+    log(f"demo: {len(configs)} runs ({', '.join(optimizers_of(s.optimizers))} x logn, ortho x seeds {s.seeds}), "
+        f"d={s.n_embd}, {s.steps} steps, n={c.vocab_size} ({meta['dataset']}), on {device}"
+        + (f" in {workers} processes of" if workers > 1 else " with") + f" {threads} thread(s)"
+        + (f"; {reused} finished runs reused from {runs_dir}" if reused else ""))
+    if todo and device == "cpu":
+        secs, step_s = expected_seconds(c, s.steps, len(measured_steps(configs[0])), s.val_windows, len(todo),
+                                        workers, threads)
+        log(f"expected: about {secs / 60:.1f} minutes ({len(todo)} runs of {s.steps} steps; one step takes "
+            f"{step_s:.2f} s here)")
+    # the bar redraws one line: right for a terminal or a notebook; a log file gets one line per finished run instead
+    bar = tqdm(total=sum(cfg.max_iters for _, cfg in todo), unit="step", desc="demo", dynamic_ncols=True,
+               disable=not (todo and (sys.stderr.isatty() or in_notebook())))
+    try:
+        run_all(todo, workers, threads, bar, log)
+    finally:
+        bar.close()
+    made = [finished_run(p, cfg) for p, cfg in jobs]
+    if any(r is None for r in made):
+        raise RuntimeError(f"a run's file in {runs_dir} is missing or damaged; run again to re-make it")
+    return made, reused, workers, threads
+
+
+def write_result(result, out):
+    """demo.json (the whole result) and demo.png (its figure) in `out`."""
+    import matplotlib
+    if not in_notebook():
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = figure(result)
+    fig.savefig(os.path.join(out, "demo.png"), dpi=120)
+    plt.close(fig)  # drawn: free it (a notebook shows the figure from demo.figure, not from here)
+    with open(os.path.join(out, "demo.json"), "w") as f:
+        json.dump(result, f)
+
+
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C keeps the finished runs
     sys.exit(main(sys.argv[1:]))

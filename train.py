@@ -5,17 +5,12 @@ Train a tiedgpt model. One process on a CPU or GPU, or several with DistributedD
     python train.py --head=logn --optimizer=tiger        # steps relative to each weight's size (optim.py)
     torchrun --standalone --nproc_per_node=4 train.py --head=ortho
 
-Every field of Config (config.py) is a --key=value flag: python train.py --help lists them. Output goes to out_dir
-(default out/<head>): config.json, metrics.jsonl (one row per logged step) and ckpt.pt (written atomically at every
-evaluation and on Ctrl-C); --resume=true continues the checkpointed run (docs/training.md).
-
-The file reads in the order a run happens: 1. data; 2. model, optimizer (setup) and the training loop (`_train`:
-evaluate / checkpoint -> batch -> lr -> forward -> backward -> clip -> step -> log), with the helpers it calls just
-above it; 3. the end (final line, a sample); then the command line. Beside it, one concern a file: config.py,
-optim.py, checkpoint.py (ckpt.pt), rundir.py (the out_dir's lock and files, resuming), machine.py, errors.py,
-probes.py and bench.py.
-
-From Python (notebooks): `from train import Config, train; history = train(Config(head="logn"))`.
+Every field of Config (config.py) is a --key=value flag (--help lists them). Output goes to out_dir (default
+out/<head>): config.json, metrics.jsonl (a row per logged step) and ckpt.pt (at every evaluation and on Ctrl-C);
+--resume=true continues the checkpointed run (rundir.py; what a run promises: docs/training.md). The file reads in the
+order a run happens: 1. data; 2. the machine; 3. model, optimizer and the loop (evaluate / checkpoint -> batch -> lr
+-> forward -> backward -> clip -> step -> log), each helper just above its caller; 4. the end; the command line.
+From Python: `from train import Config, train; history = train(Config(head="logn"))`.
 """
 
 import dataclasses
@@ -27,24 +22,30 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
-
-import numpy as np  # noqa: E402
+import numpy as np
 import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from checkpoint import data_identity, save_checkpoint
 from config import Config, parse_args
 from data.prepare import get_encoding, load_data, split_windows
-from errors import Diverged, Stopped, explain
-from fused_loss import FusedLoss
-from machine import PEAK_TFLOPS, check_memory, flops_per_token, in_notebook, setup_device, setup_processes
+from fused_loss import FusedLoss, LinearCrossEntropy
 from optim import make_optimizer
-from probes import row_probe, weight_stats
-from rundir import append_row, check_still_claimed, claim_out_dir, release_out_dir, start_state, write_run_files
+from rundir import (TrainingError, append_row, claim_out_dir, data_identity, save_checkpoint, start_state,
+                    write_run_files)
 from tiedgpt import GPT, predicted_initial_loss
+
+
+class Diverged(TrainingError):
+    """The loss went non-finite at `step`; `history` holds the rows before it (research/ keeps such a run)."""
+
+    def __init__(self, message, step):
+        super().__init__(message)
+        self.step, self.history = step, []
+
+
+class Stopped(KeyboardInterrupt):
+    """A run stopped by Ctrl-C or SIGTERM at a step's end, its checkpoint saved and said."""
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -63,14 +64,11 @@ def get_batch(data, batch_size, block_size, gen, rows=slice(None), lut=None):
 
 
 @torch.no_grad()
-def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut=None, windows_per_batch=64,
-                    subset=None):
-    """Mean cross-entropy over every non-overlapping block_size window of `data` (subset=K: over K of them, evenly
-    spaced; see split_windows): each token after a window's first is predicted once, from up to block_size tokens
-    of context. All windows have the same length, so the mean of batch means, weighted by the number of windows
-    in each batch, is the mean over tokens."""
+def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut=None, subset=None):
+    """Mean cross-entropy over every non-overlapping block_size window of `data` (subset=K: K of them, evenly spaced:
+    data.prepare.split_windows). The windows are all as long, so the batches' means weighted by their windows is it."""
     total, n_win = 0.0, 0
-    for xy in split_windows(data, block_size, lut, windows_per_batch, subset):
+    for xy in split_windows(data, block_size, lut, subset=subset):
         xy = torch.from_numpy(xy).to(device)
         with autocast:
             loss = model(xy[:, :-1], xy[:, 1:])[1]
@@ -80,12 +78,53 @@ def full_split_loss(model, data, block_size, device, autocast=nullcontext(), lut
 
 
 # ----------------------------------------------------------------------------------------------------
-# 2. Model, optimizer and the training loop, with the helpers it calls
+# 2. The machine: processes (one, or torchrun's), device and dtype, memory
+
+def setup_device(c, ddp=False, local_rank=0):
+    """The torch.device, the compute dtype's name and the autocast context that Config c asks for. Under torchrun each
+    process takes the GPU of its LOCAL_RANK; plain 'cuda' means this process's GPU (set_device needs an index)."""
+    mps = torch.backends.mps.is_available()
+    if c.device == "auto":
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "mps" if mps and not ddp else "cpu"
+    elif c.device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={c.device} but this machine has no CUDA GPU; use --device=cpu")
+    elif c.device == "mps" and not mps:  # Apple silicon: untested by this project (no such machine)
+        raise ValueError("device=mps but this machine has no usable Apple GPU (torch.backends.mps); use --device=cpu")
+    else:
+        device = f"cuda:{local_rank}" if c.device == "cuda" or (ddp and c.device.startswith("cuda")) else c.device
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    dtype = c.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
+    return device, dtype, autocast
+
+
+def check_memory(c, device):
+    """Refuse, in one line, a CPU run that would not fit in the memory free now (Linux): 16 bytes per parameter
+    (weight, gradient, AdamW's two moments), the activations kept for backward (~34 d + 5 T n_head floats per token
+    and layer) and the head's buffer (the fused loss's chunk, or the textbook path's logits, softmax and gradient)."""
+    d, n, L, T = c.n_embd, c.vocab_size, c.n_layer, c.block_size
+    params = n * d * (1 if c.head_spec.tied else 2) + L * 12 * d * d + 2 * d * d
+    head = LinearCrossEntropy.CHUNK_ELEMENTS * 4 if c.fused_loss else 3 * c.batch_size * T * n * 4
+    need = 16 * params + c.batch_size * T * L * (34 * d + 5 * T * c.n_head) * 4 + head
+    meminfo = open("/proc/meminfo").read() if os.path.exists("/proc/meminfo") else ""
+    have = next((int(line.split()[1]) * 1024 for line in meminfo.splitlines() if line.startswith("MemAvailable:")), 0)
+    if device.type == "cpu" and have and need > have:
+        raise ValueError(f"this run needs about {need / 2 ** 30:.1f} GiB but only {have / 2 ** 30:.1f} GiB of memory "
+                         f"is free; lower n_embd, n_layer, batch_size or block_size (or use --vocab=corpus)")
+
+
+# ----------------------------------------------------------------------------------------------------
+# 3. Model, optimizer and the training loop, with the helpers it calls
 
 @dataclass
 class Run:
-    """Everything the loop and its helpers share: what setup() makes once, then where the run stands, which the
-    loop advances (a fresh run starts at step 0; a resumed one where its checkpoint left off: rundir.start_state)."""
+    """What the loop and its helpers share: what setup() makes once, then where the run stands, which the loop
+    advances (a fresh run starts at step 0; a resumed one where its checkpoint left off: rundir.start_state)."""
     c: Config
     model: torch.nn.Module  # the model itself: evaluated, checkpointed, sampled
     loss_model: torch.nn.Module  # (idx, targets) -> (logits or None, loss): FusedLoss(model) with fused_loss
@@ -96,39 +135,38 @@ class Run:
     val_data: np.ndarray
     ids: np.ndarray  # vocab='corpus': the GPT-2 id of each row of E (None for the full vocabulary)
     lut: np.ndarray  # and GPT-2 id -> row
-    data_id: dict  # what the data is (see data_identity), checked on resume
+    data_id: dict  # what the data is (rundir.data_identity), checked on resume
     device: torch.device
     autocast: object
     ddp: bool
     world: int
     master: bool  # rank 0: the process that evaluates, logs and writes files
     rows: slice  # this process's rows of the global batch
-    ckpt_path: str
-    metrics_path: str
-    probes: list  # callables (model, step) -> dict, merged into every logged row (weight_stats first)
-    step: int  # where the run stands: updates done, the next step to take
+    probes: list  # callables (model, step) -> dict, merged into every logged row
+    step: int  # the updates done: the next step to take
     tokens: int  # training tokens seen
-    loss_sum: torch.Tensor  # training losses summed since the last logged row, on the device (no sync per step)
+    loss_sum: float  # training losses summed since the last logged row (a tensor on the device once the loop runs)
     n_summed: int  # how many
     history: list  # the logged rows
-    ckpt_step: int  # the step of the last checkpoint this run wrote or resumed from (last_checkpoint)
-    emb0: torch.Tensor  # E at init, with log_rows (probes.row_probe)
-    run_id: str  # the run's name, in its checkpoint and config.json: a run's files are those of the run its ckpt names
+    ckpt_step: int = None  # the step of the last checkpoint written or resumed from
     first_bad: torch.Tensor = None  # the first step whose loss was not finite (-1: none), on the device
-    t0: float = 0.0  # wall-clock start, and the time and step of the last logged row (tokens/s)
+    t0: float = 0.0  # when the loop started, and the time and step of the last logged row (tokens/s)
     t_last: float = 0.0
     step_last: int = 0
-    lock: object = None  # the out_dir's lock (rundir.claim_out_dir), checked before every write
+
+    def path(self, name):
+        return os.path.join(self.c.out_dir, name) if self.c.out_dir and self.master else None
 
 
 def setup(c, log, held, probes=()):
     """Processes and device, data, model and optimizer (resumed with c.resume), the run's files, and the lines that
-    say what is about to happen: the Run. The out_dir is claimed (its lock appended to `held`) only once the data
-    and settings have passed their checks, so a refused run leaves no folder behind."""
-    ddp, rank, world, local_rank = setup_processes()
+    say what is about to happen: the Run. The out_dir is claimed (its lock appended to `held`) only once the data and
+    settings have passed their checks, so a refused run leaves no folder behind."""
+    ddp = int(os.environ.get("RANK", -1)) != -1  # torchrun passes each process its place: RANK, WORLD_SIZE, LOCAL_RANK
+    rank, world, local_rank = (int(os.environ[k]) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")) if ddp else (0, 1, 0)
     master = rank == 0
     log = log if master else (lambda *a, **k: None)
-    device, dtype, autocast = setup_device(c, local_rank, ddp)
+    device, dtype, autocast = setup_device(c, ddp, local_rank)
     c = dataclasses.replace(c, dtype=dtype)  # what runs, not 'auto': config.json and ckpt.pt record it
     if ddp and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
@@ -143,27 +181,25 @@ def setup(c, log, held, probes=()):
     model = GPT(c.model_config()).to(device)
     optimizer = make_optimizer(model, c)  # optim.py
     gen = torch.Generator().manual_seed(c.resolved()["data_seed"])
-    state = start_state(c, model, optimizer, gen, data_id, device, log, master)
+    state = start_state(c, model, optimizer, gen, data_id, log)
     if master and c.out_dir:
-        write_run_files(c, meta, device, world, state["history"], state["run_id"])
+        write_run_files(c, meta, device, world, state["history"])
     loss_model = FusedLoss(model) if c.fused_loss else model
     step_model = torch.compile(loss_model) if c.compile else loss_model
     if ddp:
         step_model = torch.nn.parallel.DistributedDataParallel(
             step_model, device_ids=[local_rank] if device.type == "cuda" else None)
-    rows = [row_probe(state["emb0"], val_data, c.block_size, device, lut, autocast)] if c.log_rows else []
-    out = (lambda name: os.path.join(c.out_dir, name)) if c.out_dir else (lambda name: None)
     share = c.batch_size // world
     run = Run(c, model, loss_model, step_model, optimizer, gen, train_data, val_data, ids, lut, data_id, device,
-              autocast, ddp, world, master, slice(rank * share, (rank + 1) * share), out("ckpt.pt"),
-              out("metrics.jsonl"), [weight_stats, *rows, *probes], **state)
+              autocast, ddp, world, master, slice(rank * share, (rank + 1) * share), list(probes), **state,
+              ckpt_step=state["step"] if c.resume else None)
     log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
         f"| {meta['dataset']} ({meta['corpus']}) on {device}, {dtype}, {world} process(es) | {c.optimizer}"
         + (f", residual branches start at N(0, {c.residual_std:g}^2)" if c.zero_init_residual and c.residual_std
            else ""))
     if run.step == 0:  # what the step-0 line should show: that comparison is lesson 01's puzzle
-        r = meta.get("repeat_fraction", 0.0)
+        r = meta["repeat_fraction"]
         log(f"expect at step 0: loss ~ {predicted_initial_loss(c.model_config(), r):.2f} for head={c.head} "
             f"(theory with repeat rate r={r:.3f}; uniform guessing would be ln(n) = {math.log(c.vocab_size):.2f})")
     return run
@@ -182,38 +218,35 @@ def lr_at(it, c):
 
 
 def checkpoint(run):
-    """Write ckpt.pt for the weights after run.step updates. loss_sum (the losses summed since the last row) is
-    averaged over the processes first, so that it is the global batch's, as logged."""
+    """Write ckpt.pt (rundir.CKPT_KEYS) for the weights after run.step updates: with the batch generator's and torch's
+    random states, the tokens seen, the training losses summed since the last row (averaged over the processes, as
+    logged) and the rows logged before this step, a resumed run logs exactly what this one would have."""
     total = run.loss_sum.clone()
     if run.ddp:
         dist.all_reduce(total)
         total /= run.world
-    if run.master and run.ckpt_path:
-        if run.lock:
-            check_still_claimed(run.lock)
-        save_checkpoint(run.ckpt_path, run.model, run.optimizer, run.step, run.c, run.gen, run.data_id, run.tokens,
-                        total.item(), run.n_summed, emb0=run.emb0, history=run.history, run_id=run.run_id)
-    if run.ckpt_path:  # every process: each may be the one that reports a divergence
+    if run.path("ckpt.pt"):
+        save_checkpoint(run.path("ckpt.pt"), dict(
+            model=run.model.state_dict(), optimizer=run.optimizer.state_dict(), step=run.step,
+            config=dataclasses.asdict(run.c), data=run.data_id, data_rng=run.gen.get_state(),
+            torch_rng=torch.get_rng_state(), cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available()
+            else None, tokens=run.tokens, loss_sum=total.item(), n_summed=run.n_summed, history=run.history))
+    if run.c.out_dir:  # every process: each may be the one that reports a divergence
         run.ckpt_step = run.step
 
 
-def last_checkpoint(run):
-    """What a divergence message says of checkpoints: the last one that exists and was written (or resumed from)
-    before the first non-finite value (every checkpoint is written after the checks that cover the steps before it,
-    and a resumed one was checked finite), or that there is none."""
-    if run.ckpt_path and run.ckpt_step is not None and os.path.exists(run.ckpt_path):
-        return f"the last checkpoint before it is kept: {run.ckpt_path}, step {run.ckpt_step}"
-    return "no checkpoint was written before it" + ("" if run.ckpt_path else " (out_dir='' writes none)")
-
-
-def check_finite(run):
-    """Stop, naming the step, if a training loss since the last check was not finite (run.first_bad >= 0)."""
-    if (bad := run.first_bad.item()) >= 0:
-        raise Diverged(f"non-finite loss at step {bad}; stopping ({last_checkpoint(run)})", bad)
+def check_finite(run, step=None):
+    """Stop, naming the step and the last checkpoint before it, if a training loss since the last check (or the
+    evaluation of `step`) was not finite."""
+    bad = step if step is not None else run.first_bad.item()
+    if bad is not None and bad >= 0:
+        kept = (f"the last checkpoint before it is kept: {os.path.join(run.c.out_dir, 'ckpt.pt')}, step "
+                f"{run.ckpt_step}" if run.ckpt_step is not None else "no checkpoint was written before it")
+        raise Diverged(f"non-finite loss at step {bad}; stopping ({kept})", bad)
 
 
 @torch.no_grad()
-def evaluate(run, step, full=True, dense=False):
+def evaluate(run, full=True, dense=False):
     """The eval losses of the current weights, as a metrics row's fields. full: eval_train_loss and val_loss, means
     over eval_iters fixed batches of each split (the same batches every time; val over the whole split with
     eval_full_val). dense: val_subset_loss, over dense_val_windows windows of the val split. A non-finite one stops
@@ -222,8 +255,8 @@ def evaluate(run, step, full=True, dense=False):
     model.eval()
     out = {}
     if dense:  # a subset of the val split's windows (Config.dense_val_until)
-        out["val_subset_loss"] = full_split_loss(loss_of, run.val_data, c.block_size, run.device, run.autocast, run.lut,
-                                                 subset=c.dense_val_windows)
+        out["val_subset_loss"] = full_split_loss(loss_of, run.val_data, c.block_size, run.device, run.autocast,
+                                                 run.lut, subset=c.dense_val_windows)
     for split, data in (("val", run.val_data), ("train", run.train_data)) if full else ():
         if split == "val" and c.eval_full_val:
             out["val_loss"] = full_split_loss(loss_of, data, c.block_size, run.device, run.autocast, run.lut)
@@ -236,7 +269,7 @@ def evaluate(run, step, full=True, dense=False):
         out["val_loss" if split == "val" else "eval_train_loss"] = torch.stack(losses).mean().item()
     model.train()
     if not all(map(math.isfinite, out.values())):
-        raise Diverged(f"non-finite loss at evaluation of step {step}; stopping ({last_checkpoint(run)})", step)
+        check_finite(run, run.step)
     return out
 
 
@@ -272,9 +305,18 @@ def train_step(run, logging_now):
     return lr, grad_norm, emb_grad_norm
 
 
+@torch.no_grad()
+def weight_stats(model):
+    """The sizes lesson 04 follows: the RMS of the embedding and of the branches' last layers, the final norm's gain."""
+    ws = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
+    resid = math.sqrt(sum(w.float().pow(2).sum().item() for w in ws) / max(1, sum(w.numel() for w in ws)))
+    return dict(emb_rms=model.transformer.wte.weight.pow(2).mean().sqrt().item(), resid_rms=resid,
+                lnf_gain=model.transformer.ln_f.weight.mean().item())
+
+
 def log_row(run, row, lr, grad_norm, emb_grad_norm):
-    """Complete `row` with the training loss averaged since the last row (over every process), the step's numbers and
-    every probe's, and append it to the history."""
+    """Complete `row` with the training loss averaged since the last row (over every process), the step's numbers,
+    the weights' sizes and every probe's fields, and append it to the history (and metrics.jsonl)."""
     check_finite(run)
     if run.ddp:  # the logged loss is the global batch's, as in a 1-process run
         dist.all_reduce(run.loss_sum)
@@ -283,18 +325,23 @@ def log_row(run, row, lr, grad_norm, emb_grad_norm):
     tokens_per_s = (step + 1 - run.step_last) * run.c.batch_size * run.c.block_size / max(now - run.t_last, 1e-9)
     row.update(step=step, tokens=run.tokens, train_loss=(run.loss_sum / run.n_summed).item(), lr=lr,
                grad_norm=None if grad_norm is None else grad_norm.item(), emb_grad_norm=emb_grad_norm.item(),
-               **{k: v for probe in run.probes for k, v in probe(run.model, step).items()},
+               **weight_stats(run.model), **{k: v for probe in run.probes for k, v in probe(run.model, step).items()},
                tokens_per_s=tokens_per_s, time=now - run.t0)
     run.loss_sum.zero_()
     run.n_summed, run.t_last, run.step_last = 0, now, step + 1
-    if run.master:
-        append_row(run.history, row, run.metrics_path, run.lock, run.run_id)
+    add_row(run, row)
+
+
+def add_row(run, row):  # (into metrics.jsonl after the step's checkpoint: a resumed run never misses a row)
+    run.history.append(row)
+    if run.path("metrics.jsonl"):
+        append_row(run.path("metrics.jsonl"), row)
 
 
 def catch_stop_signals():
     """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
-    checkpoint and stops. A second one stops at once (KeyboardInterrupt wherever the run is, a long evaluation say;
-    the last checkpoint stands). Returns (that list, the previous handlers for restore_signals)."""
+    checkpoint and stops. A second one stops at once (KeyboardInterrupt wherever the run is). Returns (that list, the
+    previous handlers, to put back)."""
     stop, handlers = [], {}
 
     def on_signal(*_):
@@ -309,52 +356,44 @@ def catch_stop_signals():
     return stop, handlers
 
 
-def restore_signals(handlers):
-    """Put back the signal handlers catch_stop_signals replaced."""
-    for sig, h in handlers.items():
-        signal.signal(sig, h)
+def in_notebook():
+    """True when IPython runs a shell here (a notebook); merely imported (as after executing notebooks), it is not."""
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None
 
 
 def progress_bar(c, step, show, log):
-    """(bar, say, plain). The bar redraws one line with carriage returns: right for a terminal or a notebook,
-    unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line
-    instead (plain=True). say() prints a line without breaking the bar."""
-    interactive = sys.stdout.isatty() or in_notebook()
-    bar = tqdm(total=c.max_iters, initial=step, disable=not (show and interactive), dynamic_ncols=True)
+    """(bar, say, plain). The bar redraws one line: right for a terminal or a notebook,
+    unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line instead
+    (plain=True). say() prints a line without breaking the bar."""
+    bar = tqdm(total=c.max_iters, initial=step, disable=not (show and (sys.stdout.isatty() or in_notebook())),
+               dynamic_ncols=True)
     return bar, (bar.write if not bar.disable else log), show and bar.disable
 
 
 def show_progress(bar, plain, log, run, row):
-    """A logged row on the bar (loss, tokens/s, MFU on a GPU), or as one plain line."""
-    postfix = dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
-    if run.device.type == "cuda":
-        postfix["mfu"] = f"{100 * flops_per_token(run.model) * row['tokens_per_s'] / (PEAK_TFLOPS * 1e12):.1f}%"
-    bar.set_postfix(postfix, refresh=False)
+    """A logged row on the bar (loss, tokens/s), or as one plain line."""
+    bar.set_postfix(dict(loss=f"{row['train_loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}"), refresh=False)
     if plain:
         log(f"step {row['step']}/{run.c.max_iters}: loss {row['train_loss']:.4f}, {row['tokens_per_s']:,.0f} tokens/s")
 
 
 def train(c, progress=True, log=print, probes=()):
-    """Train per Config c and return the history: one dict per logged step, with step, tokens, train_loss (mean since
-    the last row), lr, grad_norm, emb_grad_norm, probes.weight_stats', with log_rows probes.row_probe's, each of
-    `probes`' (callables (model, step) -> dict), tokens_per_s, time; at evaluations val_loss and eval_train_loss, with
-    dense_val_until val_subset_loss. Raises Diverged (a TrainingError, with the history so far) on divergence,
-    TrainingError on a bad checkpoint or a busy out_dir (locked for the run's life), ValueError on bad settings."""
+    """Train per Config c; return the history: a dict per logged step (step, tokens, train_loss since the last row, lr,
+    grad_norm, emb_grad_norm, weight_stats', each probe's: callables (model, step) -> dict, tokens_per_s, time; at
+    evaluations val_loss, eval_train_loss and with dense_val_until val_subset_loss). Raises Diverged (with the history
+    so far), TrainingError (a busy out_dir, a checkpoint it can't resume), ValueError (settings), Stopped (Ctrl-C)."""
     held = []  # the out_dir's lock, once setup has claimed it
     try:
-        return _train(c, progress, log, held, probes)
+        run = setup(c, log, held, probes)
+        return loop(run, progress, log if run.master else (lambda *a, **k: None))
     finally:
         for lock in held:
-            release_out_dir(lock)
+            lock.close()
 
 
-def _train(c, progress, log, held, probes):
-    """The loop. Row `step` of the history describes the weights after `step` updates: their eval losses, and the
-    training loss and gradient computed with them in iteration `step`."""
-    run = setup(c, log, held, probes)
-    run.lock = held[0] if held else None
-    c, log = run.c, log if run.master else (lambda *a, **k: None)
-    start_step = run.step
+def loop(run, progress, log):
+    c, start_step = run.c, run.step
     # Losses stay on the device between log steps: no host sync per step. A resumed run restarts the sum from the
     # checkpoint: its first row then averages the same steps as the uninterrupted run's.
     run.loss_sum = torch.tensor(run.loss_sum, device=run.device)
@@ -369,19 +408,19 @@ def _train(c, progress, log, held, probes):
             if full or dense:
                 check_finite(run)  # a step since the last log went non-finite: name it
                 if run.master:
-                    row.update(step=run.step, **evaluate(run, run.step, full, dense))
+                    row.update(step=run.step, **evaluate(run, full, dense))
                     if full:
                         say(f"step {run.step}: train {row['eval_train_loss']:.4f}, val {row['val_loss']:.4f}")
                 if full and run.step > start_step:  # (the step a run starts or resumes from is on disk already)
                     checkpoint(run)
             if run.step >= c.max_iters:
                 if row:
-                    append_row(run.history, row, run.metrics_path, run.lock, run.run_id)
+                    add_row(run, row)
                 break
             if stop:
                 checkpoint(run)
-                say(f"interrupted at step {run.step}" + (f"; checkpoint saved to {run.ckpt_path}" if run.ckpt_path
-                                                         else ""))
+                say(f"interrupted at step {run.step}" + (f"; checkpoint saved to {run.path('ckpt.pt')}"
+                                                         if run.path("ckpt.pt") else ""))
                 raise Stopped
             logging_now = bool(row) or run.step % c.log_interval == 0
             lr, grad_norm, emb_grad_norm = train_step(run, logging_now)
@@ -390,12 +429,13 @@ def _train(c, progress, log, held, probes):
                 show_progress(bar, plain, log, run, row)
             run.step += 1
             bar.update(1)
-    except Diverged as e:  # hand the rows logged so far to the caller (the metrics.jsonl has them too)
+    except Diverged as e:  # hand the rows logged so far to the caller (metrics.jsonl has them too)
         e.history = run.history
         raise
     finally:
         bar.close()
-        restore_signals(handlers)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
         if run.ddp and dist.is_initialized():
             dist.destroy_process_group()
     if run.master:
@@ -404,7 +444,7 @@ def _train(c, progress, log, held, probes):
 
 
 # ----------------------------------------------------------------------------------------------------
-# 3. The end
+# 4. The end
 
 def finish(run, seconds, log):
     """The final line (the last val loss) and, with sample_tokens, a sample of text from the trained model."""
@@ -429,30 +469,31 @@ def finish(run, seconds, log):
 # ----------------------------------------------------------------------------------------------------
 # Command line: --key=value over Config
 
-
-
-
-
-def main(argv, task=None, prog="train.py", doc=__doc__):
-    """The command line: a Config from the flags, then `task` with it (train; bench.py passes its benchmark, its name
-    and its help). Every problem the user can act on is one line on stderr and a non-zero exit (errors.explain); a bug
-    is a traceback."""
+def main(argv):
+    """A Config from the flags, then train(). Every problem the user can act on is one line on stderr and a non-zero
+    exit: 2 for a setting or file that can't be used, 1 for a run that can't go on, 130 for Ctrl-C; a bug keeps its
+    traceback."""
     try:
-        config = parse_args(argv, doc=doc)
-        if config.bench and task is None:
-            raise ValueError("--bench times steps instead of training: python bench.py --bench=N (same flags)")
-        (task or train)(config)
-    except KeyboardInterrupt as e:  # a second Ctrl-C stops wherever the run is: the last checkpoint stands
-        if not isinstance(e, Stopped):
-            print(f"{prog}: stopped at once by Ctrl-C; the last checkpoint, if any, stands", file=sys.stderr)
+        train(parse_args(argv, doc=__doc__))
+    except Stopped:  # the first Ctrl-C: the run said where its checkpoint is
         return 130
-    except Exception as e:
-        line, code = explain(e)
-        print(f"{prog}: {line}", file=sys.stderr)
-        return code
+    except KeyboardInterrupt:  # a second one stops wherever the run is
+        print("train.py: stopped at once by Ctrl-C; the last checkpoint, if any, stands", file=sys.stderr)
+        return 130
+    except (ValueError, TrainingError) as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
+    except OSError as e:  # a disk that filled up, or a folder that vanished, while writing metrics or config
+        print(f"train.py: could not write {e.filename or 'a file'}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:  # out of memory (a GPU's, or a CPU's past the estimate); anything else is a bug
+        if "memory" not in str(e).lower():
+            raise
+        print(f"train.py: out of memory ({str(e).strip().splitlines()[0][:100]}); lower batch_size, block_size, "
+              f"n_embd or n_layer", file=sys.stderr)
+        return 1
     return 0
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C stops a run cleanly
     sys.exit(main(sys.argv[1:]))

@@ -262,7 +262,9 @@ def plan(scale, runs=()):
 
 
 def config_for(overrides):
-    """The Config of one run, with the ln(n)/d placeholder resolved from the corpus's n."""
+    """The Config of one run, with the ln(n)/d placeholder resolved from the corpus's n. A plan's log_rows is no
+    setting of train.py's: it asks research/reproduce.py for the row probe (research/probes.py), so it is left out."""
+    overrides = {k: v for k, v in overrides.items() if k != "log_rows"}
     if overrides.get("emb_std") == LOGN_SIGMA:
         n = load_data(Config(**{**overrides, "emb_std": None}), log=lambda *a: None)[0].vocab_size
         overrides = dict(overrides, emb_std=math.log(n) / overrides["n_embd"])

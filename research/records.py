@@ -10,7 +10,6 @@ import subprocess
 
 import numpy as np
 
-from files import edited, sealed, special, write_file
 from research import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,12 +34,10 @@ def committed_path(scale):
 
 def _read_json(path):
     """A JSON file's contents, or one line naming the file."""
-    if special(path):  # a FIFO: reading it would wait forever
-        raise ValueError(f"{path} is not a regular file (a FIFO or a device?): move it aside")
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # (RecursionError: nested too deep to read)
+    except ValueError as e:
         raise ValueError(f"{path} is not valid JSON ({str(e).splitlines()[0][:80]}); move it aside or delete it "
                          f"(a run's record: without it the run is made again)") from None
     except OSError as e:
@@ -48,14 +45,11 @@ def _read_json(path):
 
 
 def write_atomic(path, obj):
-    """Write JSON so that a reader (or an interrupted run) never sees half a file, nor two writers one tmp file; a
-    dict is sealed with its content's sha256 (files.sealed)."""
-    if isinstance(obj, dict):
-        obj = sealed(obj)
-    try:  # whole or not at all, never through a link (files.write_file)
-        write_file(path, lambda f: json.dump(obj, f))
-    except IsADirectoryError:
-        raise ValueError(f"{path} is a folder, not a run file: move it away, or give another --out") from None
+    """Write JSON whole or not at all (a temporary file, then renamed over `path`): a reader, or a run interrupted
+    while writing, never sees half a record."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f)
+    os.replace(path + ".tmp", path)
 
 
 def git_state(cwd=os.path.dirname(HERE)):
@@ -82,9 +76,6 @@ def check_record(r, where):
         return not isinstance(v, t) or isinstance(v, bool)
     if not isinstance(r, dict):
         raise ValueError(f"{where} is not a run record: a {type(r).__name__}, not a JSON object")
-    if edited(r):
-        raise ValueError(f"{where} was edited since its run wrote it (its sha256 no longer matches its content): an "
-                         f"edited record is not a run's; move it aside")
     for k, t in RECORD_FIELDS.items():
         if wrong(r.get(k), t):
             raise ValueError(f"{where} is not a run record: its {k!r} is "

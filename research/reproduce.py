@@ -26,30 +26,25 @@ import fcntl
 import math
 import os
 import platform
+import shutil
 import sys
 import time
 from statistics import median
 
+import torch
+
+from config import Config
+from data.prepare import load_data
+from research.plans import LOGN_SIGMA, SCALES, config_for, pending_decisions, plan
+from research.probes import row_probe, window_losses
+from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic
+from rundir import TrainingError, check_out_folder
+from tiedgpt import GPT
+from train import Diverged, evaluations_at, train
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WAIT_S = 30  # a worker with nothing to run while another makes a run the plan waits for checks again after this
-
-if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    import signal
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
-
-import torch  # noqa: E402
-
-from data.prepare import load_data  # noqa: E402
-from research.plans import LOGN_SIGMA, SCALES, config_for, pending_decisions, plan  # noqa: E402
-from config import Config  # noqa: E402
-from probes import window_losses  # noqa: E402
-from checkpoint import written_by_a_run  # noqa: E402
-from rundir import check_out_folder, not_a_runs, open_lock, remove_run_files  # noqa: E402
-from research.records import committed_path, file_name, git_state, last_logged, load_runs, run_id, write_atomic  # noqa: E402
-from tiedgpt import GPT  # noqa: E402
-from errors import Diverged, TrainingError, print_help  # noqa: E402
-from train import evaluations_at, train  # noqa: E402
 
 KEEP = ("step", "tokens", "train_loss", "val_loss", "emb_grad_norm", "emb_rms", "grad_norm", "lr",
         "val_subset_loss", "resid_rms", "lnf_gain", "emb_turn", "self_logit", "branch_ratio", "head_opnorm",
@@ -108,19 +103,14 @@ def _ckpt_folder(ckpt_dir, rid):
 
 
 def _ckpt_step(folder):
-    """The step of the checkpoint in `folder` (a run's --ckpt_dir folder), or 0 if it holds none. A file there that
-    no run wrote is refused in one line (SystemExit): the run would replace it."""
+    """The step of the checkpoint in `folder` (a run's --ckpt_dir folder), or 0 if it holds none (or one that can't
+    be read: a checkpoint is a cache, and one we can't read costs a restart, nothing more)."""
     path = os.path.join(folder, "ckpt.pt")
-    foreign = [f for f in ("config.json", "metrics.jsonl") if not_a_runs(os.path.join(folder, f))]
-    if foreign or os.path.lexists(path) and not written_by_a_run(path):  # (a FIFO too: reading it would hang)
-        what = f"a tiedgpt run's {foreign[0]}" if foreign else "a checkpoint a tiedgpt run wrote"
-        raise SystemExit(f"reproduce.py: {os.path.join(folder, (foreign or ['ckpt.pt'])[0])} is not {what}: the "
-                         f"run would replace it; move it away, or give another --ckpt_dir")
     if not os.path.exists(path):
         return 0
     try:
         return int(torch.load(path, map_location="cpu", weights_only=True)["step"])  # data, never code
-    except Exception as e:  # a checkpoint is a cache: one we can't read costs a restart, nothing more
+    except Exception as e:
         print(f"reproduce.py: can't read the checkpoint {path} ({type(e).__name__}); the run starts over",
               file=sys.stderr)
         return 0
@@ -176,7 +166,8 @@ def run_one(group, arm, overrides, log=print, ckpt_dir=None):
             log(f"{rid}: continuing from the checkpoint at step {start} in {folder}")
     t0 = time.time()
     try:
-        history, diverged = train(config, progress=False, log=lambda *a: None), None
+        probes = [row_probe(config)] if overrides.get("log_rows") else []  # (appendix B section 10's runs)
+        history, diverged = train(config, progress=False, log=lambda *a: None, probes=probes), None
     except Diverged as e:  # a result, not a crash: recorded (the statistics call it invalid)
         history, diverged = diverged_history(e.history, e.step, config), e.step
         log(f"{rid}: the loss went non-finite at step {diverged}; recorded as diverged")
@@ -285,7 +276,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
         for group, arm, overrides in todo(runs):
             rid = run_id(group, arm, overrides["seed"])
             path = os.path.join(out, file_name(rid))
-            with open_lock(os.path.join(out, "." + file_name(rid) + ".lock")) as lock:  # never through a link
+            with open(os.path.join(out, "." + file_name(rid) + ".lock"), "a") as lock:
                 try:  # another worker has this run: take the next one
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -295,7 +286,7 @@ def main(scale, out=None, resume=False, groups=None, seeds=None, arms=None, log=
                 record = run_one(group, arm, overrides, log, ckpt_dir=ckpt_dir)
                 write_atomic(path, record)
                 if ckpt_dir:  # the run is safe in its JSON: its checkpoint has done its job
-                    remove_run_files(_ckpt_folder(ckpt_dir, rid))
+                    shutil.rmtree(_ckpt_folder(ckpt_dir, rid), ignore_errors=True)
             done += 1
             ran = True
             log(f"[{done}] {rid}: best val {record['best_val']:.4f}, last {record['last_val']:.4f} "
@@ -352,6 +343,7 @@ def check_made_by_plan(scale, runs, out):
             continue
         # not compared: logn's emb_std, which is computed from n (config_for), and the dataset and n (the corpus checks)
         logn = overrides.get("emb_std") == LOGN_SIGMA
+        overrides = {k: v for k, v in overrides.items() if k != "log_rows"}  # (a probe, not a setting: config_for)
         want = dataclasses.asdict(Config(**dict(overrides, emb_std=None) if logn else overrides))
         differ = [f"{k} {made.get(k, 'missing')!r} (the plan: {v!r})" for k, v in want.items()
                   if k not in ("dataset", "vocab_size") + ("emb_std",) * logn and (k in overrides or k in made)
@@ -397,7 +389,7 @@ def bad_args(argv, opts):
 def _cli(argv):
     usage = USAGE
     if any(a in ("-h", "--help") for a in argv):
-        print_help(plan_help())
+        print(plan_help())
         return 0
     opts = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
     wrong = bad_args(argv, opts)
@@ -422,7 +414,7 @@ def _cli(argv):
     except (TrainingError, ValueError) as e:  # a checkpoint or a setting was refused (a divergence is recorded)
         print(f"reproduce.py: {e}", file=sys.stderr)
         return 1
-    except OSError as e:  # a lock or record that can't be written: a link, a folder, a read-only or full disk
+    except OSError as e:  # a record that can't be written: a read-only or full disk
         print(f"reproduce.py: can't write {e.filename or 'in ' + out}: {e.strerror or e} (finished runs are kept)",
               file=sys.stderr)
         return 1
@@ -442,6 +434,4 @@ def _cli(argv):
 
 
 if __name__ == "__main__":
-    import signal
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C keeps the finished runs
     sys.exit(_cli(sys.argv[1:]))

@@ -12,18 +12,13 @@ import dataclasses
 import json
 import math
 import os
-import signal
 import sys
 import time
-
-if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
 
 import numpy as np
 import torch
 
 import demo
-from files import set_aside, special
 from research import workers
 from research import figures
 from research.stats import interval
@@ -95,7 +90,7 @@ def moved_probe(config):
 def run_one(config, on_step=lambda step: None):
     """The run's record (demo.run_one's fields, emb_moved and proj_moved at every logged step, diverged=None), or for a
     run that stopped on a non-finite loss the record up to there with diverged=<step>."""
-    from errors import Diverged
+    from train import Diverged
     try:
         rec = workers.run_one(config, on_step, probes=[moved_probe(config)], keep=("emb_moved", "proj_moved"))
         rec["diverged"] = None
@@ -107,14 +102,13 @@ def run_one(config, on_step=lambda step: None):
     return rec
 
 
-def finished(path, config, sealed=False):
+def finished(path, config):
     """Whether `path` holds a result of `config`: a finished run (workers.finished_run), or a diverged one (a result
-    too, kept with its curve up to the divergence). sealed: as workers.finished_run's (a run reused by the sweep)."""
-    if workers.finished_run(path, config, sealed) is not None:
+    too, kept with its curve up to the divergence)."""
+    if workers.finished_run(path, config) is not None:
         return True
     rec = workers.record_of(path, config)
-    return rec is not None and rec.get("diverged") is not None and workers.curve_problem(rec) is None \
-        and (not sealed or "sha256" in rec)
+    return rec is not None and rec.get("diverged") is not None and workers.curve_problem(rec) is None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -130,11 +124,9 @@ def load(folder=COMMITTED, dataset="shakespeare"):
         if name.endswith(".json"):
             path = os.path.join(folder, name)
             try:
-                if special(path):  # a FIFO: reading it would wait forever
-                    raise OSError("not a regular file")
                 with open(path) as f:
                     rec = json.load(f)
-            except (OSError, ValueError, RecursionError) as e:  # (nested too deep to read)
+            except (OSError, ValueError) as e:
                 raise ValueError(f"{path} can't be read as JSON ({type(e).__name__})") from None
             problem = workers.curve_problem(rec) if isinstance(rec, dict) else "not a JSON object"
             if not problem and not (isinstance(rec.get("config"), dict) and isinstance(rec["config"].get("lr"), float)
@@ -384,8 +376,7 @@ def main(argv):
                              f"{s.seeds!r})")
         if s.workers < 1:
             raise ValueError(f"--workers must be at least 1 (got {s.workers})")
-        out = check_out_folder(s.out, "--out", base=ROOT)
-        runs_dir = check_out_folder(os.path.join(out, "runs"), "--out's runs/")  # runs/ may be a link: checked too
+        runs_dir = os.path.join(check_out_folder(s.out, "--out", base=ROOT), "runs")
         os.makedirs(runs_dir, exist_ok=True)
     except (ValueError, OSError) as e:
         print(f"stepsize: {e.filename or s.out}: {e.strerror}" if isinstance(e, OSError) else f"stepsize: {e}",
@@ -393,12 +384,9 @@ def main(argv):
         return 2
     jobs = [(os.path.join(runs_dir, file_name(o, lr, a, seed)), run_config(o, lr, a, seed))
             for o, lr, a, seed in order() if seed in seeds]
-    todo = [(p, c) for p, c in jobs if not finished(p, c, sealed=True)]  # a missing, damaged or unsealed file ...
+    todo = [(p, c) for p, c in jobs if not finished(p, c)]  # a missing or damaged file is made again
     print(f"stepsize: {len(todo)} of {len(jobs)} runs to make into {runs_dir}, {s.workers} workers")
     try:
-        for p, _ in todo:
-            if os.path.lexists(p):  # ... and the damaged one is kept beside it, not written over
-                print(f"stepsize: {p} is not a finished run of its config: kept as *{set_aside(p)}")
         workers.run_all(todo, s.workers, 1, tqdm(total=1, disable=True), print, run=run_one)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: every finished run is on disk already
         print(f"stepsize: stopped; the finished runs are kept in {runs_dir}, and the same command makes the rest",
@@ -412,5 +400,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in: Ctrl-C keeps the finished runs
     sys.exit(main(sys.argv[1:]))

@@ -21,7 +21,6 @@ import time
 import torch
 from tqdm.auto import tqdm
 
-from research.records import edited, write_atomic
 from train import train
 
 if multiprocessing.parent_process() is not None:  # a worker process: Ctrl-C is the main process's to handle
@@ -60,10 +59,11 @@ def run_one(config, on_step=lambda step: None, probes=(), keep=()):
 def text_sha256(config):
     """The sha256 of the text config's dataset was prepared from (its meta.json), or None where it is not prepared:
     a finished run is reused only on the text it was trained on (record_of)."""
-    from data.prepare import load_meta
+    from data.prepare import dataset_dir
     try:
-        return load_meta(config.dataset)["sha256"]
-    except (ValueError, OSError):
+        with open(os.path.join(dataset_dir(config.dataset), "meta.json")) as f:
+            return json.load(f)["sha256"]
+    except (OSError, ValueError, KeyError):
         return None
 
 
@@ -77,8 +77,6 @@ def curve_problem(rec, steps=None):
     val losses, and where it diverged, a step from its last to max_iters), else what is wrong with it, in a few words."""
     if not isinstance(rec, dict):
         return "not a JSON object"
-    if edited(rec):
-        return "it was edited since its run wrote it (its sha256 no longer matches its content)"
     cfg = rec.get("config")
     if isinstance(cfg, dict) and any(rec.get(k) != cfg.get(c) for k, c in (("optimizer", "optimizer"),
                                                                            ("arm", "head"), ("seed", "seed"))):
@@ -102,28 +100,31 @@ def curve_problem(rec, steps=None):
 
 
 def record_of(path, config):
-    """The JSON record at `path` if it was made with exactly `config`, else None (missing, damaged or foreign)."""
-    if not os.path.isfile(path):  # (a FIFO would make the read below wait forever)
-        return None
+    """The JSON record at `path` if it was made with exactly `config`, else None (missing, cut short or another
+    config's: the run is made again)."""
     try:
         with open(path) as f:
             rec = json.load(f)
-    except (OSError, ValueError, RecursionError):  # (RecursionError: nested too deep to read)
+    except (OSError, ValueError):
         return None
-    same = isinstance(rec, dict) and not edited(rec) and \
-        rec.get("config") == json.loads(json.dumps(dataclasses.asdict(config)))
+    now = json.loads(json.dumps(dataclasses.asdict(config)))
+    # every field of today's Config equal (a field older records have and Config no longer has is not compared)
+    same = isinstance(rec, dict) and isinstance(rec.get("config"), dict) and \
+        all(rec["config"].get(k) == v for k, v in now.items())
     # and made on the text there now (records made before runs kept it can't say: taken as they are)
     return rec if same and ("text_sha256" not in rec or rec["text_sha256"] == text_sha256(config)) else None
 
 
-def finished_run(path, config, sealed=False):
+def finished_run(path, config):
     """The record at `path` if it is a finished run of exactly `config` with a whole, finite val curve, else None (a
-    missing, damaged or foreign file is re-made). sealed: only a record sealed as written (records.write_atomic), as a
-    run reused from a tool's own folder must be; an unsealed one can't show it was not edited (the committed records,
-    made before records were sealed, are read without it)."""
+    missing, damaged or foreign file is made again)."""
     rec = record_of(path, config)
-    ok = rec is not None and curve_problem(rec, measured_steps(config)) is None and (not sealed or "sha256" in rec)
-    return rec if ok else None
+    return rec if rec is not None and curve_problem(rec, measured_steps(config)) is None else None
+
+
+def write_record(path, rec):
+    with open(path, "w") as f:
+        json.dump(rec, f)
 
 
 def expected_seconds(c, steps, evals, windows, jobs, workers, threads):
@@ -171,7 +172,7 @@ def _worker(tasks, results, threads, run=None, parent=None):
     for path, config in iter(tasks.get, None):
         name = os.path.basename(path)
         try:
-            write_atomic(path, (run or run_one)(config, on_step=lambda step: results.put(("step", name, step))))
+            write_record(path, (run or run_one)(config, on_step=lambda step: results.put(("step", name, step))))
         except KeyboardInterrupt:  # train() stopped on Ctrl-C (or SIGTERM) after its current step
             results.put(("stopped", name, None))
             return
@@ -205,7 +206,7 @@ def run_all(jobs, workers, threads, bar, log=print, run=None):
         try:
             for path, config in jobs:
                 name = os.path.basename(path)
-                write_atomic(path, (run or run_one)(config, on_step=lambda step: advance(name, step)))
+                write_record(path, (run or run_one)(config, on_step=lambda step: advance(name, step)))
                 finish(name)
         finally:
             torch.set_num_threads(before)
@@ -246,3 +247,32 @@ def run_all(jobs, workers, threads, bar, log=print, run=None):
             if p.is_alive():
                 p.kill()
         tasks.cancel_join_thread()  # runs nobody will take may still sit in the pipe: don't wait for them
+
+
+# ----------------------------------------------------------------------------------------------------
+# The machine, as a record of where runs were made says it
+
+def available_cores():
+    """The cores this process may use (its affinity where the system says, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cpu_name():
+    """The processor's model name, for records of where a run was timed."""
+    import platform
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def loadavg():
+    """The 1-minute load average (None where the platform has none): how busy the machine was."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None

@@ -10,14 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from helpers import ROOT
-
 from research import appendix_a as A
 from research import claims as C
 from research import fragility as Fr
 from research import plans
 from research import records
 from research import stats as S
+
+pytestmark = pytest.mark.lab  # the research tools: pytest -m lab
 
 ARMS = ["tied", "logn", "untied", "ortho", "shuffle", "control"]
 DRAWS = 2000

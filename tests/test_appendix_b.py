@@ -20,6 +20,8 @@ from research import records
 from research import reproduce as R
 from research import stats as S
 
+pytestmark = pytest.mark.lab  # the research tools: pytest -m lab
+
 
 def record(group, arm, overrides, best=5.0, vals=None, subset=None):
     """A finished run of the plan, with val losses `vals` at steps 0, 100, ... and val-subset losses {step: loss}."""
@@ -436,7 +438,7 @@ def test_the_turn_plan_is_the_first_200_steps_of_the_campaigns_own_runs():
                                                                                    if a == "logn"]  # re-made logn
     for group, arm, o in plan[:9]:
         c, twin = R.config_for(o), made[(group, arm)]
-        assert c.log_rows and c.max_iters == 200 and c.lr == twin["config"]["lr"]
+        assert o["log_rows"] and c.max_iters == 200 and c.lr == twin["config"]["lr"]
         mine = dataclasses.asdict(c)
         same = {k for k in twin["config"] if k in mine and k not in ("max_iters", "lr_decay_iters", "vocab_size", "sigma")}
         if o.get("emb_std") == plans.LOGN_SIGMA:

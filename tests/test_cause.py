@@ -5,10 +5,10 @@ the one reproduce.py runs."""
 import numpy as np
 import pytest
 
-from helpers import ROOT
-
 from research import cause, cause_record
 from research.stats import MARGIN
+
+pytestmark = pytest.mark.lab  # the research tools: pytest -m lab
 
 
 def fake_run(group, arm, seed, level):

@@ -2,7 +2,7 @@
 a second Ctrl-C). Skipped on a machine without a CUDA GPU, as in CI; run on a lent GPU with `pytest -m cuda`.
 
 On a GPU the backward pass adds into the embedding's gradient with atomics, so two runs of the same batches agree to
-rounding, not to the bit (on the CPU they agree to the bit: test_checkpoint.py). A resumed run that saw other batches
+rounding, not to the bit (on the CPU they agree to the bit: test_promises.py). A resumed run that saw other batches
 would differ by tenths of a nat at its first step, so a 1e-3 agreement tells the two apart."""
 import json
 import os

@@ -49,7 +49,7 @@ def test_the_progress_bar_follows_every_evaluated_step_of_a_run(tiny_data):
 def test_a_process_that_imported_the_notebook_kernel_is_still_no_notebook_so_no_bar_in_a_log():
     """A test run that executed notebooks has ipykernel imported; only a running IPython shell is a notebook."""
     pytest.importorskip("ipykernel")  # jupyterlab brings it (requirements.txt); a GPU image without it skips
-    from machine import in_notebook
+    from train import in_notebook
     assert "ipykernel" in sys.modules and not in_notebook()
 
 
@@ -66,7 +66,7 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_da
     monkeypatch.setattr(W, "run_one", interrupted_after_the_first_run)
     assert D.main(one_seed, log=lambda *a: None) == 130
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "1 of 4 runs are finished and kept" in err[0]
+    assert len(err) == 1 and "finished runs are kept" in err[0]
     assert len(os.listdir(tmp_path / "runs")) == 1 and not (tmp_path / "demo.json").exists()
 
     monkeypatch.setattr(W, "run_one", real)
@@ -76,13 +76,9 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_same_command_reuses_them(tiny_da
     assert D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 0
 
 
-@pytest.mark.slow
 def test_a_bad_flag_gets_one_line_and_exit_code_2(capsys):
-    p = subprocess.run([sys.executable, "demo.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "unknown flag --bogus" in p.stderr
-    for bad in (["--seeds=1,x"], ["--steps=0"], ["--optimizers=sgd"], ["--steps=105"], ["--n_head=5"], ["seeds=1"],
-                ["--fresh=maybe"], ["--n_embd=0"], ["--n_head=0"]):
+    for bad in (["--bogus=1"], ["--seeds=1,x"], ["--steps=0"], ["--optimizers=sgd"], ["--steps=105"], ["--n_head=5"],
+                ["seeds=1"], ["--fresh=maybe"], ["--n_embd=0"], ["--quick", "--tiny"]):
         assert D.main(bad, log=lambda *a: None) == 2, bad
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("demo.py: "), (bad, err)
@@ -143,87 +139,78 @@ def test_the_campaign_number_is_printed_beside_the_demo_only_for_the_campaigns_o
 
 def test_load_result_refuses_a_file_that_is_not_a_demo_result(tmp_path):
     (tmp_path / "x.json").write_text(json.dumps({"runs": []}))
-    with pytest.raises(ValueError, match="not a demo result"):
+    with pytest.raises(ValueError, match="not a whole demo result"):
         D.load_result(str(tmp_path / "x.json"))
 
 
 # ----------------------------------------------------------------------------------------------------
-# Nothing lost, nothing mixed (issue 45): the demo's output folder, its run files and its stored result are checked
-
-@pytest.mark.parametrize("out", ["", "research/runs", "lessons", ".", "research/runs/sub"])
-def test_the_demo_refuses_an_output_folder_inside_the_repositorys_own_files(out, capsys):
-    before = sorted(os.listdir(os.path.join(ROOT, "research", "runs")))
-    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={out}"], log=lambda *a: None) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("demo.py: ") and "--out" in err[0]
-    assert sorted(os.listdir(os.path.join(ROOT, "research", "runs"))) == before
-    assert not os.path.exists(os.path.join(ROOT, "runs")) and not os.path.exists(os.path.join(ROOT, "research", "runs", "sub"))
-
-
-def test_the_two_presets_together_are_refused_not_merged(tmp_path, capsys):
-    """The thirteenth pass: --quick --tiny ran tiny's 8-step cosine under quick's 50 steps, a setting neither means."""
-    assert D.main(["--quick", "--tiny", f"--out={tmp_path}"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "two presets" in err
-
+# The runs it keeps: a finished run is reused by the same command, a damaged one made again
 
 def test_the_demo_refuses_a_file_as_its_output_folder_in_one_line(tmp_path, capsys):
     (tmp_path / "f").write_text("mine")
-    for out in (tmp_path / "f", tmp_path / "f" / "x"):
-        assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={out}"], log=lambda *a: None) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "not a folder" in err[0]
-    assert (tmp_path / "f").read_text() == "mine"
+    assert D.main(["--tiny", "--dataset=pydoc_topics", f"--out={tmp_path / 'f'}"], log=lambda *a: None) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a folder" in err[0] and (tmp_path / "f").read_text() == "mine"
 
 
-@pytest.mark.parametrize("damage", [dict(val=None), dict(val=[1.0]), dict(val="x"), dict(nan=True), dict(steps=[0])])
+@pytest.mark.parametrize("damage", [dict(val=None), dict(val=[1.0]), dict(nan=True), dict(steps=[0]), "cut short"])
 def test_a_damaged_run_file_is_made_again_not_read(tiny_data, tmp_path, damage):
     assert D.main(tiny(tmp_path) + ["--seeds=1"], log=lambda *a: None) == 0
     path = next(p for p in sorted((tmp_path / "runs").iterdir()) if p.name.startswith("adamw__logn"))
     rec = json.loads(path.read_text())
-    if damage.get("nan"):
-        rec["val"][-1] = float("nan")
+    if damage == "cut short":
+        path.write_text(path.read_text()[:100])
     else:
-        rec.update(damage)
-    path.write_text(json.dumps(rec))
+        if damage.get("nan"):
+            damage = dict(val=rec["val"][:-1] + [float("nan")])
+        path.write_text(json.dumps({**rec, **damage}))
     assert D.main(tiny(tmp_path) + ["--seeds=1"], log=lambda *a: None) == 0
     result = D.load_result(str(tmp_path / "demo.json"))
-    assert result["run"]["runs_reused"] == 3  # the damaged one was re-made
+    assert result["run"]["runs_reused"] == 3  # the damaged one was made again
     assert all(np.isfinite(r["val"]).all() for r in result["runs"])
 
 
-def test_fresh_makes_its_runs_again_but_keeps_a_file_that_was_not_one(tiny_data, tmp_path):
-    """The twelfth pass's 3: --fresh re-makes finished runs; a file of the user's under a run's name is no run, and
-    is kept aside as it is without --fresh."""
-    assert D.main(tiny(tmp_path) + ["--seeds=1"], log=lambda *a: None) == 0
-    path = next(p for p in sorted((tmp_path / "runs").iterdir()) if p.name.startswith("adamw__logn"))
-    path.write_text('{"my": "notes"}')
-    assert D.main(tiny(tmp_path) + ["--seeds=1", "--fresh"], log=lambda *a: None) == 0
-    (kept,) = (tmp_path / "runs").glob("*.set-aside-*")
-    assert kept.read_text() == '{"my": "notes"}' and D.load_result(str(tmp_path / "demo.json"))["run"]["runs_reused"] == 0
-
-
 def test_no_more_worker_processes_start_than_there_are_runs(tiny_data, tmp_path, monkeypatch):
-    """The twelfth pass's 5: --workers=1000 for 4 runs started 1000 interpreters (minutes, and memory for each)."""
     asked = []
 
     def interrupted(jobs, workers, *_, **__):
         asked.append((len(jobs), workers))
         raise KeyboardInterrupt
     monkeypatch.setattr(D, "run_all", interrupted)
-    assert D.main(tiny(tmp_path) + ["--seeds=1", "--workers=1000"], log=lambda *a: None) != 0
+    assert D.main(tiny(tmp_path) + ["--seeds=1", "--workers=1000"], log=lambda *a: None) == 130
     assert asked == [(4, 4)]
 
 
-def test_load_result_recomputes_the_verdicts_from_the_runs_and_refuses_an_edited_word(tmp_path):
+def test_load_result_computes_the_verdicts_from_the_runs_whatever_the_file_says(tmp_path):
     with open(D.COMMITTED) as f:
         result = json.load(f)
     assert D.load_result(D.COMMITTED)["verdicts"]["adamw"]["word"] == "no"
     result["verdicts"]["adamw"]["word"] = "yes"
     (tmp_path / "edited.json").write_text(json.dumps(result))
-    with pytest.raises(ValueError, match="adamw.*not what its runs give"):
-        D.load_result(str(tmp_path / "edited.json"))
-    result["gaps"] = [1, 2]
-    (tmp_path / "gaps.json").write_text(json.dumps(result))
-    with pytest.raises(ValueError):
-        D.load_result(str(tmp_path / "gaps.json"))
+    assert D.load_result(str(tmp_path / "edited.json"))["verdicts"]["adamw"]["word"] == "no"
+
+
+@pytest.mark.slow
+def test_killing_the_demo_stops_its_workers(tiny_data, tmp_path):
+    """A worker whose parent dies (kill -9) stops after its current step instead of running on unseen."""
+    import signal
+    import time
+    args = [sys.executable, "demo.py", "--tiny", "--dataset=pydoc_topics", "--workers=2", "--steps=2000",
+            "--schedule=4000", f"--out={tmp_path}"]
+    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    alive = lambda k: os.path.exists(f"/proc/{k}") and open(f"/proc/{k}/stat").read().split()[2] != "Z"  # noqa: E731
+    try:
+        for _ in range(60):  # wait for the two workers to start
+            kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+            if len(kids) >= 2:
+                break
+            time.sleep(1)
+        assert len(kids) >= 2
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and any(alive(k) for k in kids):
+            time.sleep(0.5)
+        assert not any(alive(k) for k in kids), "the workers ran on after the demo was killed"
+    finally:
+        p.kill()

@@ -6,12 +6,12 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from helpers import ROOT  # noqa: E402
-
 from research import appendix_a as A
 from research import claims as C
 from research import figures as F
 from research import records
+
+pytestmark = pytest.mark.lab  # the research tools: pytest -m lab
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from optim import LAMB_BETAS, LAMB_EPS, TIGER_BETA, Lamb, Tiger, make_optimizer, relative_step_budget
-from helpers import TINY, config, rows, run
+from helpers import TINY, config, run
 
 
 def one_step(opt_class, w, g, **kw):
@@ -180,137 +180,6 @@ def test_near_zero_branches_keep_the_fresh_model_close_to_the_2_gram_model():
     assert near == pytest.approx(exact, rel=0.01) and near != exact
 
 
-@pytest.mark.parametrize("opt", ["tiger", "lamb"])
-@pytest.mark.slow
-def test_tiger_and_lamb_train_log_and_resume_bit_for_bit(data_dir, tmp_path, opt):
-    """The relative optimizers go through train.py like AdamW: a run stopped at its step-4 checkpoint and resumed
-    logs the uninterrupted run's losses to the bit (the optimizer state is in the checkpoint), and log_rows' turns
-    from the init (rebuilt from the seed on resume) too."""
-    args = [*TINY, f"--optimizer={opt}", "--lr=0.01", "--log_rows=true", "--max_iters=8", "--eval_interval=4"]
-    ref = run([*args, f"--out_dir={tmp_path / 'ref'}"])
-    assert ref.returncode == 0, ref.stderr
-    first = run([*args[:-2], "--max_iters=4", "--lr_decay_iters=8", "--eval_interval=4", f"--out_dir={tmp_path / 'b'}"])
-    assert first.returncode == 0, first.stderr
-    resumed = run([*args, "--lr_decay_iters=8", f"--out_dir={tmp_path / 'b'}", "--resume=true"])
-    assert resumed.returncode == 0, resumed.stderr
-    a, b = rows(tmp_path / "ref"), rows(tmp_path / "b")
-    assert [a[s]["train_loss"] for s in range(8)] == [b[s]["train_loss"] for s in range(8)]
-    assert [a[s]["emb_turn"] for s in range(8)] == [b[s]["emb_turn"] for s in range(8)] and a[7]["emb_turn"] > 0
-    assert a[8]["val_loss"] == b[8]["val_loss"] and a[0]["train_loss"] != a[7]["train_loss"]
-
-
-@pytest.mark.slow
-def test_resuming_with_another_optimizer_is_refused(data_dir, tmp_path):
-    assert run([*TINY, "--max_iters=2", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
-    p = run([*TINY, "--optimizer=lamb", "--max_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
-    assert p.returncode == 1 and "optimizer=adamw" in p.stderr and "Traceback" not in p.stderr
-
-
-@pytest.mark.slow
-def test_bench_times_the_relative_optimizers_too(data_dir):
-    p = run([*TINY, "--optimizer=tiger", "--bench=2"], script="bench.py")
-    assert p.returncode == 0 and "tokens/s" in p.stdout, p.stderr
-    # the line names the optimizer it timed; AdamW's fused/foreach switch is not shown where it does nothing
-    assert "optimizer=tiger" in p.stdout and "fused_adamw" not in p.stdout
-
-
-@pytest.mark.slow
-def test_a_checkpoint_from_before_the_optimizer_flag_still_resumes(data_dir, tmp_path):
-    """A ckpt.pt written before optim.py (no 'optimizer', 'residual_std', 'dense_val_*' in its config) was AdamW's
-    with exact-zero branches: it resumes under the defaults, and is refused under Tiger in one line that names the
-    optimizer (Tiger's near-zero branches, residual_std 1e-4, follow from it)."""
-    assert run([*TINY, "--max_iters=2", "--lr_decay_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}"]).returncode == 0
-    state = torch.load(tmp_path / "ckpt.pt", weights_only=True)
-    for k in ("optimizer", "residual_std", "dense_val_until", "dense_val_windows"):
-        del state["config"][k]
-    torch.save(state, tmp_path / "ckpt.pt")
-    p = run([*TINY, "--max_iters=4", "--lr_decay_iters=4", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
-    assert p.returncode == 0 and "resumed from" in p.stdout, p.stderr
-    p = run([*TINY, "--optimizer=tiger", "--max_iters=6", "--eval_interval=2", f"--out_dir={tmp_path}", "--resume=true"])
-    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert "was trained with optimizer=adamw (now tiger)" in p.stderr and "residual_std" not in p.stderr
-
-
-
-# --- log_rows: how far E's rows turn, and how much of the 2-gram self-logit is left (appendix B, section 10) ---
-
-def test_emb_turn_is_the_mean_angle_of_each_row_from_its_init():
-    from probes import emb_turn
-    E0 = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [3.0, 0.0, 0.0]])
-    E = torch.tensor([[0.0, 5.0, 0.0], [0.0, 0.1, 0.0], [1.0, 1.0, 0.0]])  # turned 90 degrees; shrunk only; 45 degrees
-    assert emb_turn(E, E0) == pytest.approx((math.pi / 2 + 0 + math.pi / 4) / 3)
-    assert emb_turn(E0, E0) == 0.0 and emb_turn(-E0, E0) == pytest.approx(math.pi)
-
-
-def test_the_self_logit_of_a_fresh_model_is_lesson_02s_2_gram_score():
-    """The fresh tied model scores its input token ~ d sigma above the mean (here 64 x 0.1 = 6.4); logn ~ ln n;
-    ortho's rotation after the norm leaves no self-logit."""
-    from tiedgpt import GPT, GPTConfig
-    from probes import self_logit
-    torch.manual_seed(0)
-    x = torch.randint(0, 500, (8, 33))
-    got = {}
-    for head in ("tied", "logn", "ortho"):
-        torch.manual_seed(0)
-        model = GPT(GPTConfig(head=head, vocab_size=500, n_embd=64, n_head=2, n_layer=1, block_size=32, emb_std=0.1))
-        got[head] = self_logit(model, [x])
-    assert got["tied"] == pytest.approx(6.4, rel=0.05)
-    assert got["logn"] == pytest.approx(math.log(500), rel=0.05)
-    assert abs(got["ortho"]) < 0.5
-
-
-@pytest.mark.slow
-def test_under_tiger_no_row_turns_faster_than_the_relative_steps_budget(data_dir, tmp_path):
-    """log_rows under Tiger: a row moves by lr_t |w_i| a step, so the mean turn after t steps is at most the sum of
-    lr_t so far; the self-logit of the fresh tied model starts high and is logged beside it."""
-    p = run([*TINY, "--optimizer=tiger", "--lr=0.05", "--max_iters=12", "--eval_interval=12", "--log_rows=true",
-             f"--out_dir={tmp_path}"])
-    assert p.returncode == 0, p.stderr
-    r = rows(tmp_path)
-    budget = 0.0
-    for s in range(12):
-        budget += r[s]["lr"]  # the row of step s is measured after that step's update
-        assert 0 < r[s]["emb_turn"] <= budget and r[s]["branch_ratio"] >= 0
-    assert r[11]["emb_turn"] > 0.3 * budget  # and it does turn: the bound is not vacuous
-    assert r[0]["self_logit"] > 2
-
-
-def test_turning_the_rows_of_a_fresh_tied_model_leaves_its_self_logit():
-    """Why emb_turn can't be how the 2-gram start is unlearned: with the branches at zero the final norm sees w_i itself,
-    and z_ii = LN(w_i) . w_i = g d std(w_i), whatever w_i's direction. Replace every row by a random one of the same
-    length (each turns by ~90 degrees) and the self-logit stays ~ln n."""
-    from tiedgpt import GPT, GPTConfig
-    from probes import emb_turn, self_logit
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(head="logn", vocab_size=500, n_embd=64, n_head=2, n_layer=1, block_size=32))
-    x = [torch.randint(0, 500, (8, 33))]
-    before = self_logit(model, x)
-    E = model.transformer.wte.weight
-    E0 = E.detach().clone()
-    with torch.no_grad():
-        new = torch.randn_like(E)
-        E.copy_(new / new.norm(dim=1, keepdim=True) * E0.norm(dim=1, keepdim=True))
-    assert emb_turn(E, E0) > 1.4  # ~pi/2: every row turned
-    assert self_logit(model, x) == pytest.approx(before, rel=0.05) and before == pytest.approx(math.log(500), rel=0.05)
-
-
-def test_branch_ratio_is_zero_for_the_2_gram_model_and_large_for_nanogpts_init():
-    """branch_ratio: what the residual branches add to the final norm's input, against the embedding. Exactly 0 with
-    zero-initialised branches (the fresh model IS the 2-gram model); with nanoGPT's init (every branch weight at std
-    0.02, its last layer at 0.02 / sqrt(2L)) and logn's small embedding, they already dominate at step 0, as issue 20's
-    pilot found."""
-    from tiedgpt import GPT, GPTConfig
-    from probes import branch_ratio
-    x = [torch.randint(0, 500, (4, 33))]
-    ratios = {}
-    for zero in (True, False):
-        torch.manual_seed(0)
-        cfg = GPTConfig(head="logn", vocab_size=500, n_embd=256, n_head=4, n_layer=2, block_size=32,
-                        zero_init_residual=zero)  # logn's sigma = ln(500) / 256 = 0.024
-        ratios[zero] = branch_ratio(GPT(cfg), x)
-    assert ratios[True] == 0.0 and ratios[False] > 1
-
-
 # ----------------------------------------------------------------------------------------------------
 # The absolute twins (optim.py, relative != 'all'): the same rules with each weight's RMS frozen at the first step.
 # They are the controls of research/cause.py: only the step's relativity differs from Tiger and LAMB.
@@ -408,12 +277,3 @@ def test_a_relative_setting_an_optimizer_does_not_have_is_refused(kw):
         Config(**kw)
 
 
-def test_head_scale_gives_the_operator_norm_of_ortho_s_matrix_and_nothing_for_parameter_free_heads():
-    from probes import head_scale
-    model = _tiny_model(head="ortho")
-    hs = head_scale(model)
-    assert hs["head_opnorm"] == pytest.approx(1.0, abs=1e-5)  # orthogonal at init: every singular value is 1
-    with torch.no_grad():
-        model.head.proj.weight[:, 0] *= 3  # stretch one direction: |P|_2 = 3, the Frobenius norm hardly moves
-    assert head_scale(model)["head_opnorm"] == pytest.approx(3.0, rel=1e-4)
-    assert head_scale(_tiny_model(head="shuffle")) == {}

@@ -9,6 +9,8 @@ import pytest
 
 from helpers import ROOT
 
+pytestmark = pytest.mark.lab  # the research tools: pytest -m lab
+
 RESEARCH = os.path.join(ROOT, "research")
 # Each module of the package and the package modules it may import (anything else of research/ is refused).
 LAYERS = {
@@ -23,11 +25,12 @@ LAYERS = {
     "cause": {"stats", "records", "claims", "fragility", "plans"},
     "cause_record": {"stats", "records", "plans", "cause"},
     "figures": {"stats", "records"},
-    "reproduce": {"stats", "records", "plans"},
+    "reproduce": {"stats", "records", "plans", "probes"},
+    "probes": set(),
     "workers": {"records"},
     "stepsize": {"stats", "records", "workers", "figures"},
 }
-ENTRY_POINTS = {"reproduce", "budget"}  # run with python -m research.NAME
+ENTRY_POINTS = {"reproduce", "budget", "bench"}  # run with python -m research.NAME
 
 
 def _tree(name):

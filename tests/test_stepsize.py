@@ -5,6 +5,8 @@ import pytest
 
 from research import stepsize as Z
 
+pytestmark = pytest.mark.lab  # the research tools: pytest -m lab
+
 STEPS = list(range(0, 101, 10))
 
 

@@ -1,40 +1,50 @@
 """
 The benchmark (as nanoGPT keeps its own bench.py): time training steps, and compare this repository's path with a
-plain nanoGPT-style twin of the same shape, in one command. It takes train.py's flags (--bench=N: the steps to time,
-10 if not given):
+plain nanoGPT-style twin of the same shape, in one command. It takes train.py's flags and three of its own:
 
-    python bench.py --bench=5 --batch_size=16                        # tokens/s, ms/step, peak memory
-    python bench.py --bench=5 --batch_size=16 --bench_baseline=true  # against the nanoGPT-style twin, ratios
-    python bench.py --bench=3 --batch_size=16 --bench_profile=true   # torch.profiler's costliest ops
-
-bench.py imports train.py, never the other way round.
+    python -m research.bench --bench=5 --batch_size=16                        # tokens/s, ms/step, peak memory
+    python -m research.bench --bench=5 --batch_size=16 --bench_baseline=true  # against the nanoGPT-style twin
+    python -m research.bench --bench=3 --batch_size=16 --bench_profile=true   # torch.profiler's costliest ops
 """
 
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
-if __name__ == "__main__":  # Ctrl-C while the imports below load: end quietly (exit 130), not with a traceback
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # at once: nothing is written yet
+import torch
 
-import torch  # noqa: E402
-
-import train
+from config import Config, parse_args
 from data.prepare import load_data
 from fused_loss import FusedLoss
 from optim import make_optimizer
-from errors import TrainingError
-from machine import PEAK_TFLOPS, flops_per_token, setup_device
-from tiedgpt import GPT
-from train import Config, get_batch
+from rundir import TrainingError
+from tiedgpt import GPT, flag
+from train import get_batch, setup_device
 
-BENCH_PY = os.path.abspath(__file__)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+PEAK_TFLOPS = 790.0  # measured bf16 dense matmul peak of an H100/H200; MFU on a GPU is reported against it
+
+
+def flops_per_token(model):
+    """Training FLOPs per token, PaLM-style: 6 per multiplying weight (the tied head too) plus attention's 12 L T d."""
+    c = model.config
+    head = c.vocab_size * c.n_embd if model.tied else 0  # untied: lm_head is in the non-embedding count
+    return 6 * (model.get_num_params(non_embedding=True) + head) + 12 * c.n_layer * c.block_size * c.n_embd
+
+
+@dataclass
+class Bench(Config):
+    """train.py's flags, and what to time."""
+    bench: int = flag(10, "time this many steps (after 2 warm-up steps), print speed and memory")
+    bench_baseline: bool = flag(False, "also time the nanoGPT-style path of the same shape, print ratios")
+    bench_profile: bool = flag(False, "print torch.profiler's costliest ops (true|false)")
 
 
 def bench(c, log=print):
@@ -114,11 +124,11 @@ def bench_against_baseline(c, rounds=3, log=print):
     runs = {"this repo": (c, []), "nanoGPT-style": (base, [])}
     for r in range(rounds):
         for name, (cfg, results) in runs.items():
-            argv = [f"--{f.name}={getattr(cfg, f.name)}" for f in fields(Config)
+            argv = [f"--{f.name}={getattr(cfg, f.name)}" for f in fields(Bench)
                     if f.name != "bench_baseline" and getattr(cfg, f.name) != f.default]
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "bench.json")
-                p = subprocess.run([sys.executable, BENCH_PY, *argv],
+                p = subprocess.run([sys.executable, "-m", "research.bench", *argv], cwd=ROOT,
                                    env={**os.environ, "TIEDGPT_BENCH_JSON": path}, capture_output=True, text=True)
                 if p.returncode != 0 or not os.path.exists(path):
                     raise TrainingError(f"bench of {name} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -137,19 +147,17 @@ def bench_against_baseline(c, rounds=3, log=print):
 
 
 def main(argv):
-    """python bench.py --key=value ...: train.py's command line (its flags, its one-line errors), timing instead of
-    training."""
-    def task(c):
+    """python -m research.bench --key=value ...: train.py's flags, timing instead of training; a bad flag is one line."""
+    try:
+        c = parse_args(argv, Bench, __doc__)
         if c.bench < 1:
             raise ValueError(f"--bench must be >= 1, the steps to time (got {c.bench})")
-        return (bench_against_baseline if c.bench_baseline else bench)(c)
-    steps = [a[len("--bench="):] for a in argv if a.startswith("--bench=")]
-    if steps and steps[-1].lstrip("-").isdigit() and int(steps[-1]) < 1:  # (train.py's own check allows 0: no bench)
-        print(f"bench.py: --bench must be >= 1, the steps to time (got {steps[-1]})", file=sys.stderr)
+        (bench_against_baseline if c.bench_baseline else bench)(c)
+    except (ValueError, TrainingError) as e:
+        print(f"bench: {e}", file=sys.stderr)
         return 2
-    return train.main(["--bench=10", *argv], task=task, prog="bench.py", doc=__doc__)
+    return 0
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the imports are in
     sys.exit(main(sys.argv[1:]))

@@ -1,10 +1,8 @@
 """
-Probes: what the lessons measure of a model beyond its loss.
-
-A probe is a callable (model, step) -> dict. train.py merges each probe's dict into every logged metrics row, as
-minGPT's trainer calls its callbacks: `train(Config(...), probes=[my_probe])`. train.py always logs weight_stats,
-and with --log_rows=true also row_probe's fields (appendix B section 10: how the fresh tied model's 2-gram start is undone).
-window_losses is for the lessons' records of a finished run (research/reproduce.py).
+Probes: what appendix B measures of a model beyond its loss. A probe is a callable (model, step) -> dict that
+train.train(config, probes=[...]) merges into every logged row, as minGPT's trainer calls its callbacks; row_probe(c)
+is the one research/reproduce.py gives the runs its plans mark log_rows (appendix B section 10: how the fresh tied
+model's 2-gram start is undone). window_losses is for the records of a finished run.
 """
 
 import math
@@ -14,23 +12,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from data.prepare import split_windows
+from data.prepare import load_data, split_windows
+from tiedgpt import GPT
 
 ROW_WINDOWS = 16  # the fixed val windows self_logit and branch_ratio are measured on (1,024 positions at T = 64)
-
-
-@torch.no_grad()
-def branch_rms(model):
-    """RMS over the weights of every residual branch's last layer (attention's and the MLP's c_proj): how far the
-    branches have grown from their (near-)zero init. 0 for a fresh model with exactly-zero branches."""
-    ws = [m.weight for m in model.modules() if getattr(m, "RESIDUAL_OUT", False)]
-    return math.sqrt(sum(w.float().pow(2).sum().item() for w in ws) / max(1, sum(w.numel() for w in ws)))
-
-
-def weight_stats(model, step=None):
-    """The sizes appendix B follows: the embedding's RMS, the residual branches' (branch_rms), the final norm's gain."""
-    return dict(emb_rms=model.transformer.wte.weight.detach().pow(2).mean().sqrt().item(), resid_rms=branch_rms(model),
-                lnf_gain=model.transformer.ln_f.weight.mean().item())
 
 
 @torch.no_grad()
@@ -113,12 +98,20 @@ def windows_on(device, data, block_size, lut=None, windows_per_batch=64, subset=
         yield torch.from_numpy(xy).to(device)
 
 
-def row_probe(emb0, val_data, block_size, device, lut=None, autocast=nullcontext()):
-    """The --log_rows probe: emb_turn of E from its init emb0, and self_logit and branch_ratio over ROW_WINDOWS fixed
-    val windows (measured, like emb_rms, on the weights after the row's step): how the 2-gram start is undone, and by
-    what; for heads with a matrix after the norm, its operator norm and the logit scale with it (head_scale)."""
+def row_probe(c, device="cpu", autocast=nullcontext()):
+    """The log_rows probe of a run of Config c: emb_turn of E from its init, and self_logit and branch_ratio over
+    ROW_WINDOWS fixed val windows (measured, like emb_rms, on the weights after the row's step): how the 2-gram start
+    is undone, and by what; for heads with a matrix after the norm, its operator norm and the logit scale with it
+    (head_scale). E's init is rebuilt from the seed as train.setup builds the model (the global RNG is put back), so a
+    resumed run measures from the same init."""
+    c, _, _, val_data, _, lut = load_data(c, log=lambda *a: None)
+    state = torch.get_rng_state()
+    torch.manual_seed(c.seed)
+    emb0 = GPT(c.model_config()).transformer.wte.weight.detach().clone().to(device)
+    torch.set_rng_state(state)
+
     def probe(model, step):
-        windows = lambda: windows_on(device, val_data, block_size, lut, subset=ROW_WINDOWS)
+        windows = lambda: windows_on(device, val_data, c.block_size, lut, subset=ROW_WINDOWS)  # noqa: E731
         return dict(emb_turn=emb_turn(model.transformer.wte.weight, emb0),
                     self_logit=self_logit(model, windows(), autocast),
                     branch_ratio=branch_ratio(model, windows(), autocast), **head_scale(model))
