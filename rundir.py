@@ -46,13 +46,13 @@ def check_out_folder(path, name="out_dir", base=None):
 
 
 def claim_out_dir(c):
-    """Lock out_dir for this run (an flock on out_dir/.lock, released when the process ends, however it ends) once
-    it is free for the run: empty, or with --overwrite=true holding only a run's files (removed now, by name), or
-    with --resume=true holding the checkpoint to continue. Returns the lock file: closing it frees the folder (the file
-    stays: removing it could let a third run lock a new file while a second waits for the old one)."""
+    """Lock out_dir for this run once it is free for it: empty, or with --overwrite=true holding only a run's files
+    (removed now, by name), or with --resume=true holding the checkpoint to continue. The lock is an flock on
+    out_dir/.lock, held while the returned file is open, and released when the process ends, however it ends (the
+    file stays: removing it could let a third run lock a new file while a second waits for the old one)."""
     d = check_out_folder(c.out_dir)
-    if c.resume and not os.path.isfile(os.path.join(d, "ckpt.pt")):
-        raise TrainingError(f"--resume: no checkpoint at {os.path.join(d, 'ckpt.pt')}")
+    there = sorted(set(os.listdir(d)) - {".lock"}) if os.path.isdir(d) else []
+    refuse_unless_free(d, there, c)  # before anything is made: a refused run leaves the folder as it was
     try:
         os.makedirs(d, exist_ok=True)
         lock = open(os.path.join(d, ".lock"), "a+")
@@ -69,25 +69,21 @@ def claim_out_dir(c):
     lock.truncate(0)
     lock.write(f"{os.getpid()}\n")
     lock.flush()
-    try:
-        check_free(d, c)
-    except TrainingError:
-        lock.close()
-        raise
+    if c.overwrite:
+        for name in there:
+            os.remove(os.path.join(d, name))
     return lock
 
 
-def check_free(d, c):
-    """Refuse, in one line, a fresh run in a folder that is not empty; with --overwrite, remove the run files."""
-    there = sorted(set(os.listdir(d)) - {".lock"})
+def refuse_unless_free(d, there, c):
+    """One line (TrainingError) if out_dir d, holding the files `there`, is not free for run c."""
+    if c.resume and "ckpt.pt" not in there:
+        raise TrainingError(f"--resume: no checkpoint at {os.path.join(d, 'ckpt.pt')}")
     others = [f for f in there if f not in RUN_FILES]
     if others and not c.resume:
         raise TrainingError(f"{d} holds files that are no run's ({', '.join(others[:3])}): a run writes into an "
                             f"empty folder or its own run's; give another --out_dir")
-    if c.overwrite:
-        for name in there:
-            os.remove(os.path.join(d, name))
-    elif there and not c.resume:
+    if there and not (c.resume or c.overwrite):
         if "ckpt.pt" in there:
             raise TrainingError(f"{d} holds an earlier run's checkpoint: --resume=true continues it, "
                                 f"--overwrite=true replaces it, --out_dir=NEW starts a new run beside it")
@@ -189,10 +185,9 @@ def load_checkpoint(path, c, data_id):
     settings differ from this run's (each difference named, with the flags that resume it)."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # weights_only refuses a pickle that asks for code (a global) as it refuses bad bytes
-        why = "it asks to load code, not only data: refused, nothing was run" if "GLOBAL" in str(e) else \
-            "damaged, or not a file torch.save wrote"
-        raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint ({why})") from None
+    except Exception:  # weights_only refuses a pickle that asks for code as it refuses bad bytes: nothing runs
+        raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (damaged, not written by torch.save, or "
+                            f"holding code, which is never run)") from None
     missing = [k for k in CKPT_KEYS if not isinstance(state, dict) or k not in state]
     if missing:
         raise TrainingError(f"--resume: {path} is not a tiedgpt checkpoint (it lacks {', '.join(missing)})")

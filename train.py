@@ -104,9 +104,9 @@ def setup_device(c, ddp=False, local_rank=0):
 
 
 def check_memory(c, device):
-    """Refuse, in one line, a CPU run that would not fit in the memory free now (Linux): 16 bytes per parameter
-    (weight, gradient, AdamW's two moments), the activations kept for backward (~34 d + 5 T n_head floats per token
-    and layer) and the head's buffer (the fused loss's chunk, or the textbook path's logits, softmax and gradient)."""
+    """Refuse, in one line, a CPU run that would not fit in the memory free now (Linux): 16 bytes a parameter (weight,
+    gradient, AdamW's two moments), the activations backward keeps (~34 d + 5 T n_head floats a token and layer: the
+    attention and MLP inputs, their scores) and the head's buffer (the fused loss's chunk, or the logits thrice)."""
     d, n, L, T = c.n_embd, c.vocab_size, c.n_layer, c.block_size
     params = n * d * (1 if c.head_spec.tied else 2) + L * 12 * d * d + 2 * d * d
     head = LinearCrossEntropy.CHUNK_ELEMENTS * 4 if c.fused_loss else 3 * c.batch_size * T * n * 4
@@ -143,9 +143,10 @@ class Run:
     master: bool  # rank 0: the process that evaluates, logs and writes files
     rows: slice  # this process's rows of the global batch
     probes: list  # callables (model, step) -> dict, merged into every logged row
+    lock: object  # the out_dir's lock (rundir.claim_out_dir), held for the run's life (None: no out_dir)
     step: int  # the updates done: the next step to take
     tokens: int  # training tokens seen
-    loss_sum: float  # training losses summed since the last logged row (a tensor on the device once the loop runs)
+    loss_sum: torch.Tensor  # training losses summed since the last logged row, on the device: no host sync per step
     n_summed: int  # how many
     history: list  # the logged rows
     ckpt_step: int = None  # the step of the last checkpoint written or resumed from
@@ -158,10 +159,10 @@ class Run:
         return os.path.join(self.c.out_dir, name) if self.c.out_dir and self.master else None
 
 
-def setup(c, log, held, probes=()):
+def setup(c, log, probes=()):
     """Processes and device, data, model and optimizer (resumed with c.resume), the run's files, and the lines that
-    say what is about to happen: the Run. The out_dir is claimed (its lock appended to `held`) only once the data and
-    settings have passed their checks, so a refused run leaves no folder behind."""
+    say what is about to happen: the Run. The out_dir is claimed only once the data and settings have passed their
+    checks, so a refused run leaves no folder behind."""
     ddp = int(os.environ.get("RANK", -1)) != -1  # torchrun passes each process its place: RANK, WORLD_SIZE, LOCAL_RANK
     rank, world, local_rank = (int(os.environ[k]) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")) if ddp else (0, 1, 0)
     master = rank == 0
@@ -175,15 +176,20 @@ def setup(c, log, held, probes=()):
     c, meta, train_data, val_data, ids, lut = load_data(c, log)
     data_id = data_identity(c, meta, train_data, val_data, ids)
     check_memory(c, device)
-    if master and c.out_dir:
-        held.append(claim_out_dir(c))
-    torch.manual_seed(c.seed)  # the model's init; then the batches' order, from data_seed
-    model = GPT(c.model_config()).to(device)
-    optimizer = make_optimizer(model, c)  # optim.py
-    gen = torch.Generator().manual_seed(c.resolved()["data_seed"])
-    state = start_state(c, model, optimizer, gen, data_id, log)
-    if master and c.out_dir:
-        write_run_files(c, meta, device, world, state["history"])
+    lock = claim_out_dir(c) if master and c.out_dir else None
+    try:
+        torch.manual_seed(c.seed)  # the model's init; then the batches' order, from data_seed
+        model = GPT(c.model_config()).to(device)
+        optimizer = make_optimizer(model, c)  # optim.py
+        gen = torch.Generator().manual_seed(c.resolved()["data_seed"])
+        state = start_state(c, model, optimizer, gen, data_id, log)
+        if lock:
+            write_run_files(c, meta, device, world, state["history"])
+    except BaseException:
+        if lock:
+            lock.close()
+        raise
+    state["loss_sum"] = torch.tensor(state["loss_sum"], device=device)  # (a resumed run's: the checkpoint's sum)
     loss_model = FusedLoss(model) if c.fused_loss else model
     step_model = torch.compile(loss_model) if c.compile else loss_model
     if ddp:
@@ -191,7 +197,7 @@ def setup(c, log, held, probes=()):
             step_model, device_ids=[local_rank] if device.type == "cuda" else None)
     share = c.batch_size // world
     run = Run(c, model, loss_model, step_model, optimizer, gen, train_data, val_data, ids, lut, data_id, device,
-              autocast, ddp, world, master, slice(rank * share, (rank + 1) * share), list(probes), **state,
+              autocast, ddp, world, master, slice(rank * share, (rank + 1) * share), list(probes), lock, **state,
               ckpt_step=state["step"] if c.resume else None)
     log(f"{model.get_num_params() / 1e6:.2f}M non-embedding parameters | head={c.head} n={c.vocab_size} "
         f"d={c.n_embd} sigma={c.sigma:.4g} d*sigma={c.n_embd * c.sigma:.2f} ln(n)={math.log(c.vocab_size):.2f} "
@@ -235,14 +241,17 @@ def checkpoint(run):
         run.ckpt_step = run.step
 
 
-def check_finite(run, step=None):
-    """Stop, naming the step and the last checkpoint before it, if a training loss since the last check (or the
-    evaluation of `step`) was not finite."""
-    bad = step if step is not None else run.first_bad.item()
-    if bad is not None and bad >= 0:
-        kept = (f"the last checkpoint before it is kept: {os.path.join(run.c.out_dir, 'ckpt.pt')}, step "
-                f"{run.ckpt_step}" if run.ckpt_step is not None else "no checkpoint was written before it")
-        raise Diverged(f"non-finite loss at step {bad}; stopping ({kept})", bad)
+def check_finite(run):
+    """Stop if a training loss since the last check was not finite (run.first_bad >= 0)."""
+    if (bad := run.first_bad.item()) >= 0:
+        diverged(run, bad)
+
+
+def diverged(run, step):
+    """Stop the run, naming the step whose loss went non-finite and the last checkpoint before it."""
+    kept = (f"the last checkpoint before it is kept: {os.path.join(run.c.out_dir, 'ckpt.pt')}, step {run.ckpt_step}"
+            if run.ckpt_step is not None else "no checkpoint was written before it")
+    raise Diverged(f"non-finite loss at step {step}; stopping ({kept})", step)
 
 
 @torch.no_grad()
@@ -269,7 +278,7 @@ def evaluate(run, full=True, dense=False):
         out["val_loss" if split == "val" else "eval_train_loss"] = torch.stack(losses).mean().item()
     model.train()
     if not all(map(math.isfinite, out.values())):
-        check_finite(run, run.step)
+        diverged(run, run.step)
     return out
 
 
@@ -339,9 +348,8 @@ def add_row(run, row):  # (into metrics.jsonl after the step's checkpoint: a res
 
 
 def catch_stop_signals():
-    """Ctrl-C (SIGINT) and SIGTERM only append to the returned list; the loop checks it between two steps, saves a
-    checkpoint and stops. A second one stops at once (KeyboardInterrupt wherever the run is). Returns (that list, the
-    previous handlers, to put back)."""
+    """Ctrl-C (SIGINT) and SIGTERM only append to the list returned (with the old handlers, to put back); the loop
+    checks it between two steps, saves a checkpoint and stops. A second one stops at once (a KeyboardInterrupt)."""
     stop, handlers = [], {}
 
     def on_signal(*_):
@@ -363,9 +371,8 @@ def in_notebook():
 
 
 def progress_bar(c, step, show, log):
-    """(bar, say, plain). The bar redraws one line: right for a terminal or a notebook,
-    unreadable in a log file. Elsewhere (stdout piped or redirected) every logged row becomes one plain line instead
-    (plain=True). say() prints a line without breaking the bar."""
+    """(bar, say, plain). The bar redraws one line: right for a terminal or a notebook, unreadable in a log file, where
+    every logged row is one plain line instead (plain=True). say() prints a line without breaking the bar."""
     bar = tqdm(total=c.max_iters, initial=step, disable=not (show and (sys.stdout.isatty() or in_notebook())),
                dynamic_ncols=True)
     return bar, (bar.write if not bar.disable else log), show and bar.disable
@@ -383,20 +390,16 @@ def train(c, progress=True, log=print, probes=()):
     grad_norm, emb_grad_norm, weight_stats', each probe's: callables (model, step) -> dict, tokens_per_s, time; at
     evaluations val_loss, eval_train_loss and with dense_val_until val_subset_loss). Raises Diverged (with the history
     so far), TrainingError (a busy out_dir, a checkpoint it can't resume), ValueError (settings), Stopped (Ctrl-C)."""
-    held = []  # the out_dir's lock, once setup has claimed it
+    run = setup(c, log, probes)
     try:
-        run = setup(c, log, held, probes)
         return loop(run, progress, log if run.master else (lambda *a, **k: None))
     finally:
-        for lock in held:
-            lock.close()
+        if run.lock:
+            run.lock.close()
 
 
 def loop(run, progress, log):
     c, start_step = run.c, run.step
-    # Losses stay on the device between log steps: no host sync per step. A resumed run restarts the sum from the
-    # checkpoint: its first row then averages the same steps as the uninterrupted run's.
-    run.loss_sum = torch.tensor(run.loss_sum, device=run.device)
     run.first_bad = torch.full((), -1, device=run.device, dtype=torch.long)
     stop, handlers = catch_stop_signals()
     bar, say, plain = progress_bar(c, run.step, progress and run.master, log)
@@ -411,7 +414,7 @@ def loop(run, progress, log):
                     row.update(step=run.step, **evaluate(run, full, dense))
                     if full:
                         say(f"step {run.step}: train {row['eval_train_loss']:.4f}, val {row['val_loss']:.4f}")
-                if full and run.step > start_step:  # (the step a run starts or resumes from is on disk already)
+                if full and (run.step > start_step or not c.resume):  # (a resumed run's first step is on disk)
                     checkpoint(run)
             if run.step >= c.max_iters:
                 if row:
@@ -454,10 +457,9 @@ def finish(run, seconds, log):
     if not c.sample_tokens:
         return
     enc = get_encoding()
-    start = enc.encode_ordinary("\n")
-    if run.lut is not None:  # vocab='corpus': the model only knows the corpus's tokens, renumbered
-        start = run.lut[start].tolist() if (run.lut[start] >= 0).all() else \
-            run.lut[run.val_data[:1].astype(np.int64)].tolist()
+    start = enc.encode_ordinary("\n")  # one token, 198
+    if run.lut is not None:  # vocab='corpus': the tokens renumbered (a text without "\n": from its first token, row 0)
+        start = [max(int(run.lut[start[0]]), 0)]
     start = torch.tensor([start], device=run.device)
     with run.autocast:
         out = run.model.eval().generate(start, c.sample_tokens, temperature=0.8, top_k=200)[0].tolist()
@@ -470,9 +472,8 @@ def finish(run, seconds, log):
 # Command line: --key=value over Config
 
 def main(argv):
-    """A Config from the flags, then train(). Every problem the user can act on is one line on stderr and a non-zero
-    exit: 2 for a setting or file that can't be used, 1 for a run that can't go on, 130 for Ctrl-C; a bug keeps its
-    traceback."""
+    """A Config from the flags, then train(). A problem the user can act on is one line on stderr and a non-zero exit:
+    2 a setting or file that can't be used, 1 a run that can't start or go on, 130 Ctrl-C; a bug keeps its traceback."""
     try:
         train(parse_args(argv, doc=__doc__))
     except Stopped:  # the first Ctrl-C: the run said where its checkpoint is
