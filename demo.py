@@ -1,20 +1,21 @@
 """
 The finding, live: does ln(n)/d converge slowest? logn against ortho under Tiger and AdamW, seed by seed.
 
-    python demo.py --quick                      # the classroom run: 3 seeds, 50 steps, about 2 minutes on 2 cores
+    python demo.py --quick                      # the classroom run: 4 seeds, about 4 minutes on 2 cores
     python demo.py                              # the committed run (research/runs/demo.json): 5 seeds, 100 steps
-    python demo.py --optimizers=adamw --lr_adamw=1e-4     # AdamW at a small step: logn slowest (the sweep)
+    python demo.py --optimizers=adamw --lr_adamw=1e-4     # AdamW at a small step (the step-size sweep)
     python demo.py --tiny                       # seconds: the tests' size; its numbers mean nothing
 
-For each optimizer and seed it trains one `logn` run (tied, sigma = ln(n)/d) and one `ortho` run (a random rotation
-after the final norm), the same seed giving both the same batches, and takes their paired gap
+For each optimizer and seed it trains one `logn` run (tied, sigma = ln(n)/d) and one `ortho` run (a trainable matrix
+after the final norm that starts as a rotation), the same seed giving both the same batches, and takes their gap
 
     gap(step) = val loss of logn - val loss of ortho        (> 0: logn is behind)
 
-The verdict rule, fixed before any demo run: at the last step, the 95% t interval of the seeds' mean gap above 0
-"yes" (logn is slowest), below 0 "no", containing 0 "can't tell". The setting is appendix B's at d = 256; docs/demo.md
-says how it was chosen. Results go to --out (default out/demo/): runs/ (one JSON per finished run: the same command
-reuses them, so Ctrl-C loses nothing finished), demo.json and demo.png (the loss curves beside the gap).
+The verdict rule, fixed before any demo run: each seed's gap at the last step (with --verdict_evals=K, averaged
+over the last K evaluations: the quick run's K = 3, research/preregistrations/quick_demo.md); the 95% t interval of
+their mean above 0 "yes" (logn is behind), below 0 "no", containing 0 "can't tell". The setting is appendix B's at
+d = 256; docs/demo.md says how it was chosen. Results go to --out (default out/demo/): runs/ (one JSON per finished
+run: the same command reuses them, so Ctrl-C loses nothing finished), demo.json and demo.png (the curves and the gap).
 """
 
 import json
@@ -72,6 +73,8 @@ class Demo:
     lr_signum: float = flag(3e-3, "Signum's peak lr: its per-entry step (optim.py), AdamW's at the same lr")
     ortho_dsigma: float = flag(15.36, "ortho's d * sigma, the tied head's logit scale (GPT-2's 0.02 x 768)")
     eval_every: int = flag(10, "steps between val measurements")
+    verdict_evals: int = flag(1, "the verdict reads each seed's gap averaged over its last K measurements (1: the last "
+                                 "step's)")
     val_windows: int = flag(128, "val windows measured (evenly spaced over the val split; the campaign's subset)")
     dataset: str = flag("shakespeare", "shakespeare | pydoc_topics (what data/prepare.py falls back to offline)")
     device: str = flag("auto", "auto (cuda, else mps, else cpu) | cpu | cuda | cuda:N")
@@ -95,7 +98,7 @@ class Demo:
             raise ValueError(f"--optimizers takes distinct names from {', '.join(OPTIMIZER_NAMES)}, "
                              f"got {self.optimizers!r}")
         for k in ("steps", "eval_every", "val_windows", "workers", "threads", "warmup", "schedule", "n_embd", "n_head",
-                  "n_layer", "batch_size", "block_size"):
+                  "n_layer", "batch_size", "block_size", "verdict_evals"):
             least = 0 if k in ("workers", "threads", "warmup") else 1
             if getattr(self, k) < least:
                 raise ValueError(f"--{k} must be >= {least}, got {getattr(self, k)}")
@@ -112,9 +115,10 @@ class Demo:
 
 RUN_KEYS = ("seeds", "optimizers", "steps", "n_embd", "n_layer", "n_head", "batch_size", "block_size", "warmup",
             "schedule", "lr_tiger", "lr_lamb", "lr_adamw", "lr_signum", "ortho_dsigma", "eval_every", "val_windows",
-            "dataset")
-# The classroom run: the default runs cut at step 50, on 3 seeds and 64 val windows (docs/demo.md says why)
-QUICK = dict(seeds="1,2,3", steps=50, val_windows=64, out="out/demo_quick")
+            "dataset", "verdict_evals")
+# The classroom run: 4 seeds, 64 val windows, each seed's gap averaged over steps 80-100, fixed before its test on ten
+# fresh seed sets (research/preregistrations/quick_demo.md; docs/demo.md says what it found)
+QUICK = dict(seeds="1,2,3,4", val_windows=64, verdict_evals=3, out="out/demo_quick")
 TINY = dict(seeds="1,2", steps=4, n_embd=16, n_layer=1, n_head=1, batch_size=2, block_size=16, warmup=2, schedule=8,
             eval_every=2, val_windows=4, workers=1, threads=1, out="out/demo_tiny")
 
@@ -183,9 +187,10 @@ def spread(values):
                 effect_over_spread=abs(float(v.mean())) / sd if sd else None)
 
 
-def answer(runs, seeds, opts):
+def answer(runs, seeds, opts, k=1):
     """(gaps, verdicts, flip) from the runs: per optimizer and seed logn's val curve minus ortho's (same seed, same
-    steps, same windows), the verdict at the last step, and a relative step's gap minus AdamW's, seed by seed."""
+    steps, same windows), the verdict on each seed's gap averaged over the last k measured steps, and a relative
+    step's gap minus AdamW's, seed by seed."""
     by = {(r["optimizer"], r["arm"], r["seed"]): r for r in runs}
     gaps, verdicts = {}, {}
     for opt in opts:
@@ -196,7 +201,7 @@ def answer(runs, seeds, opts):
         g = np.array([np.array(a["val"]) - np.array(b["val"]) for a, b in pairs])
         gaps[opt] = dict(steps=steps, per_seed={str(s): row.tolist() for s, row in zip(seeds, g)},
                          mean=g.mean(0).tolist(), sd=(g.std(0, ddof=1) if len(seeds) > 1 else 0 * g[0]).tolist())
-        verdicts[opt] = dict(step=steps[-1], **spread(g[:, -1]))
+        verdicts[opt] = dict(step=steps[-1], steps_read=steps[-k:], **spread(g[:, -k:].mean(1)))
         verdicts[opt]["word"] = word(verdicts[opt]["ci95"])
     relative = [o for o in opts if o in ("tiger", "lamb")]
     flip = None
@@ -208,7 +213,7 @@ def answer(runs, seeds, opts):
 
 def summarise(s, runs, dataset, wall_s, reused, device, workers, threads):
     """The whole result as one JSON-able dict (what demo.json holds)."""
-    gaps, verdicts, flip = answer(runs, seeds_of(s.seeds), optimizers_of(s.optimizers))
+    gaps, verdicts, flip = answer(runs, seeds_of(s.seeds), optimizers_of(s.optimizers), s.verdict_evals)
     result = dict(settings={k: getattr(s, k) for k in RUN_KEYS}, dataset=dataset, runs=runs, gaps=gaps,
                   verdicts=verdicts, **({"flip": flip} if flip else {}))
     result["campaign"] = campaign_comparison({k: getattr(s, k) for k in RUN_KEYS}, dataset)
@@ -232,7 +237,7 @@ def load_result(path=COMMITTED):
         seeds, opts = seeds_of(result["settings"]["seeds"]), optimizers_of(result["settings"]["optimizers"])
         for problem in filter(None, map(curve_problem, result["runs"])):
             raise ValueError(f"a run in it is damaged: {problem}")
-        gaps, verdicts, flip = answer(result["runs"], seeds, opts)
+        gaps, verdicts, flip = answer(result["runs"], seeds, opts, result["settings"].get("verdict_evals", 1))
     except OSError as e:
         raise ValueError(f"can't read {path}: {e.strerror}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -241,24 +246,30 @@ def load_result(path=COMMITTED):
     return dict(result, gaps=gaps, verdicts=verdicts, **({"flip": flip} if flip else {}))
 
 
+def read_at(v):
+    """Where a verdict was read: 'at step 100', or 'over steps 80-100' (the mean of the last K measurements)."""
+    first, last = v.get("steps_read", [v["step"]])[0], v["step"]
+    return f"at step {last}" if first == last else f"over steps {first}-{last}"
+
+
 def verdict_lines(result):
     """The answer in plain words: a header, one row per optimizer, the campaign beside it, and last the takeaway."""
     n = len(seeds_of(result["settings"]["seeds"]))
-    lines = [f"Is ln(n)/d slowest? logn - ortho, val loss at the last step, over {n} paired seed{'s' * (n > 1)} "
-             f"(> 0: logn is behind)"]
+    where = read_at(next(iter(result["verdicts"].values())))
+    lines = [f"Is logn behind ortho? logn - ortho, val loss {where}, over {n} paired seed{'s' * (n > 1)} (> 0: logn "
+             f"is behind)"]
     for opt, v in result["verdicts"].items():
-        name = OPT_NAMES.get(opt, opt)
-        ci = v["ci95"]
+        name, ci, at = OPT_NAMES.get(opt, opt), v["ci95"], read_at(v)
         spread_ = (f"seeds {min(v['per_seed']):+.2f} to {max(v['per_seed']):+.2f}, sd {v['sd']:.2f}, 95% interval "
                    f"{ci[0]:+.2f} to {ci[1]:+.2f}") if ci else "one seed: no interval"
         if v["word"] == "yes":
-            say = f"yes, logn is {v['mean']:.2f} nats behind ortho at step {v['step']}"
+            say = f"yes, logn is {v['mean']:.2f} nats behind ortho {at}"
         elif v["word"] == "no":
-            say = f"no, logn is {-v['mean']:.2f} nats ahead of ortho at step {v['step']}"
+            say = f"no, logn is {-v['mean']:.2f} nats ahead of ortho {at}"
         elif ci is None:
-            say = f"can't tell from one seed (gap {v['mean']:+.2f} at step {v['step']}): no spread to judge it by"
+            say = f"can't tell from one seed (gap {v['mean']:+.2f} {at}): no spread to judge it by"
         else:
-            say = f"can't tell: the gap {v['mean']:+.2f} at step {v['step']} is within the seeds' noise"
+            say = f"can't tell: the gap {v['mean']:+.2f} {at} is within the seeds' noise"
         lines.append(f"  {name + ':':7s}{say} ({spread_})")
     flip = result.get("flip")
     if flip and flip["ci95"]:
@@ -270,15 +281,15 @@ def verdict_lines(result):
 
 def takeaway(result):
     """The one line to remember, from the verdicts."""
-    v, say = result["verdicts"], {"yes": "logn is slowest", "no": "it is not"}
+    v, say = result["verdicts"], {"yes": "logn is behind ortho", "no": "it is not"}
     words = {OPT_NAMES.get(o, o): x["word"] for o, x in v.items()}
     said = "; ".join(f"under {name} {say.get(w, 'no answer yet')}" for name, w in words.items())
     if {"yes", "no"} <= set(words.values()):
         return f"Takeaway: same model, data and seeds; {said}. The optimizer (its whole configuration) decides."
     unclear = [name for name, w in words.items() if w == "can't tell"]
     if unclear:
-        return (f"Takeaway: {said} ({', '.join(unclear)}: within the seeds' noise at step "
-                f"{next(iter(v.values()))['step']}; the full run, python demo.py, has 100 steps and 5 seeds).")
+        return (f"Takeaway: {said} ({', '.join(unclear)}: within the seeds' noise "
+                f"{read_at(next(iter(v.values())))}).")
     return f"Takeaway: {said}."
 
 

@@ -117,6 +117,20 @@ def test_the_verdict_says_yes_no_or_cant_tell_as_the_planted_gaps_say():
     assert result["verdicts"]["tiger"]["effect_over_spread"] == pytest.approx(10.0)
 
 
+def test_the_quick_runs_verdict_averages_each_seeds_gap_over_its_last_three_measurements():
+    """--verdict_evals=3 (the quick run's rule, research/preregistrations/quick_demo.md): one noisy last step can't
+    decide; each seed's mean gap over the last three measurements does."""
+    gaps = {1: [-0.10, -0.08, -0.09], 2: [-0.08, -0.09, 0.02], 3: [-0.09, -0.10, -0.08]}  # seed 2's last is noise
+    runs = [dict(optimizer="adamw", arm=arm, seed=s, steps=[0, 10, 20, 30], val=[9.0, *(5.0 + (g if arm == "logn" else 0)
+                                                                                    for g in gaps[s])])
+            for s in gaps for arm in ("logn", "ortho")]
+    last = D.answer(runs, [1, 2, 3], ["adamw"], k=1)[1]["adamw"]
+    mean = D.answer(runs, [1, 2, 3], ["adamw"], k=3)[1]["adamw"]
+    assert last["word"] == "can't tell" and mean["word"] == "no" and mean["steps_read"] == [10, 20, 30]
+    result = dict(settings=dict(seeds="1,2,3"), verdicts=dict(adamw=mean))
+    assert "over steps 10-30" in D.verdict_lines(result)[1]
+
+
 def test_one_seed_can_never_say_yes_however_large_its_gap():
     assert planted(dict(tiger=[2.0]))["verdicts"]["tiger"]["word"] == "can't tell"
 

@@ -27,6 +27,7 @@ LAYERS = {
     "figures": {"stats", "records"},
     "reproduce": {"stats", "records", "plans", "probes"},
     "probes": set(),
+    "quick_demo": set(),
     "workers": {"records"},
     "stepsize": {"stats", "records", "workers", "figures"},
 }
