@@ -249,23 +249,28 @@ def stepsize_figure(tab, names, step_of):
     return fig
 
 
-def stepsize_curves_figure(tab, names):
-    """Descriptive (pre-registered): every cell's mean gap over steps 0-100 with its pointwise 95% interval, one panel
-    per optimizer, one line per lr (darker: larger), so that a crossing is seen. Returns the Figure."""
+def stepsize_curves_figure(tab, names, unstable=()):
+    """Every cell's mean gap over steps 0-100 (the seeds' mean; report_lines prints the intervals at step 100), one
+    panel per optimizer, one line per lr (darker: larger), a dot at each curve's peak: when the lag opens and closes. The cells in
+    `unstable` are dashed, and the y-axis is the stable cells' range: an unstable curve that leaves it is cut off
+    there (its label says so). Returns the Figure."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(STEPSIZE_COLORS), figsize=(5 * len(STEPSIZE_COLORS), 3.8), sharey=True)
+    fig, axes = plt.subplots(1, len(STEPSIZE_COLORS), figsize=(4.6 * len(STEPSIZE_COLORS), 3.6), sharey=True)
+    stable = [v for key, c in tab.items() if c["state"] != "diverged" and key not in unstable for v in c["curve"]]
     for ax, opt in zip(axes, STEPSIZE_COLORS):
         rows = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
         for k, (lr, c) in enumerate(rows):
             cmap = plt.get_cmap({"adamw": "Blues", "signum": "Greens", "tiger": "Oranges"}[opt])
-            shade = cmap(0.35 + 0.6 * k / max(1, len(rows) - 1))
-            ax.plot(c["steps"], c["curve"], color=shade, lw=1.6, label=f"lr {lr:g}")
-            if all(c["curve_ci"]):
-                lo, hi = zip(*c["curve_ci"])
-                ax.fill_between(c["steps"], lo, hi, color=shade, alpha=0.15, lw=0)
+            shade, shaky = cmap(0.35 + 0.6 * k / max(1, len(rows) - 1)), (opt, lr) in unstable
+            ax.plot(c["steps"], c["curve"], color=shade, lw=2, ls="--" if shaky else "-",
+                    label=f"lr {lr:g}" + (" (unstable, off the scale)" if shaky else ""))
+            if not shaky:
+                peak = int(np.argmax(c["curve"]))
+                ax.plot(c["steps"][peak], c["curve"][peak], "o", color=shade, ms=6)
         ax.axhline(0, color="black", lw=0.8)
-        ax.set(title=f"{names[opt]}: logn - ortho over the steps", xlabel="step")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("val loss gap (nats)")
+        ax.set(title=names[opt], xlabel="step")
+        ax.legend(fontsize=7, loc="upper left")
+    axes[0].set_ylabel("val loss, logn - ortho (nats)")
+    axes[0].set_ylim(min(stable) - 0.1, max(stable) + 0.1)
     fig.tight_layout()
     return fig

@@ -162,3 +162,18 @@ def test_appendix_b_section_12_reads_what_the_committed_sweep_gives():
     moved = {o: np.mean([r["proj_moved"][-1] for r in runs if (r["optimizer"], r["config"]["lr"]) == (o, lr)])
              for o, lr in (("tiger", t_lr), ("adamw", a_lr))}
     assert moved["tiger"] < moved["adamw"] / 10
+    # Signum's only 'no' is the one unstable cell; set aside (after the data), the answer is 'both'
+    assert set(Z.unstable(tab, runs)) == {("signum", 3e-3)} and Z.answer(tab, Z.unstable(tab, runs)) == "both"
+    assert "that cell set aside (decided after seeing the data): both" in "\n".join(Z.report_lines(tab, runs))
+
+
+def test_a_cell_whose_runs_climb_back_up_is_marked_unstable_and_can_be_set_aside():
+    """A run that ends UNSTABLE_CLIMB nats or more above its own lowest val loss came apart within its steps: its cell
+    is marked, and the answer without it is printed beside the rule's (a rule decided after the data)."""
+    runs = fake_runs(lambda o, lr: 0.2 if lr < 1e-3 else -0.2)
+    for r in runs:
+        if (r["optimizer"], Z.lr_of(r)) == ("signum", 1e-2):
+            r["val"] = r["val"][:-1] + [min(r["val"]) + 1.0]  # climbed back a nat by the last step
+    tab = Z.table(runs)
+    assert set(Z.unstable(tab, runs)) == {("signum", 1e-2)}
+    assert "trained unstably" in "\n".join(Z.report_lines(tab, runs))
