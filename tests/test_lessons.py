@@ -325,42 +325,84 @@ def test_class_lesson_ends_with_exercises_one_on_paper_and_their_solutions(path)
         assert f"## Lesson {lesson}" in f.read()
 
 
+def _lesson04_rules():
+    """adamw_step and tiger_step as lesson 04 defines them: the two cells' code, run in a namespace of their own."""
+    nb = nbformat.read(os.path.join(ROOT, "lessons", "04_the_optimizer_decides.ipynb"), as_version=4)
+    import torch
+    space = {"torch": torch}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.lstrip().startswith("@torch.no_grad()\ndef "):
+            exec(cell.source, space)
+    return space["adamw_step"], space["tiger_step"]
+
+
+@pytest.mark.parametrize("name", ["adamw", "tiger"])
+def test_lesson04s_update_rules_are_optim_pys(name):
+    """The rules a student reads in lesson 04 are the ones every run used: ten steps of each on a small model, head
+    ortho (a matrix after the norm, the embedding, norm gains) and the near-zero branches, against optim.py's
+    optimizer as train.py makes it, with gradients that change from step to step."""
+    import torch
+    from optim import make_optimizer
+    from tiedgpt import GPT
+    from train import Config
+    rule = dict(zip(("adamw", "tiger"), _lesson04_rules()))[name]
+    c = Config(optimizer=name, head="ortho", n_layer=1, n_head=2, n_embd=32, vocab_size=100, lr=1e-2)
+    torch.manual_seed(0)
+    ours, theirs = GPT(c.model_config()), GPT(c.model_config())
+    theirs.load_state_dict(ours.state_dict())
+    opt, state = make_optimizer(theirs, c), {}
+    gen = torch.Generator().manual_seed(1)
+    for t in range(1, 11):
+        x = torch.randint(0, 100, (4, 16), generator=gen)
+        for m in (ours, theirs):
+            m.zero_grad()
+            m(x, x.roll(1, 1))[1].backward()
+        rule(ours, state, c.lr, t)
+        opt.step()
+    for (k, a), b in zip(ours.named_parameters(), theirs.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=lambda m, k=k: f"{k}: {m}")
+    assert any((a - b).abs().max() > 0 for a, b in zip(ours.parameters(), GPT(c.model_config()).parameters()))
+
+
 def test_lesson04_prose_matches_the_committed_runs():
     """Lesson 04's words (its takeaways, the sweep's reading and the practice table) read the committed runs; if the
     runs or the rules change, this says which sentence to revisit."""
     import numpy as np
     import demo
-    from research import plans, records
+    from research import cause, plans, records
     from research import stepsize as Z
     result = demo.load_result()
-    # section 1: under Tiger logn is slowest, under AdamW not; under AdamW behind for a few steps, then ahead
+    # section 3: five seeds, at step 100 behind under Tiger and ahead under AdamW, each interval clear of 0
     assert result["verdicts"]["tiger"]["word"] == "yes" and result["verdicts"]["adamw"]["word"] == "no"
-    adamw = result["gaps"]["adamw"]["mean"]
-    assert max(adamw[1:4]) > 0 > adamw[-1]
-    # section 2: far behind under Tiger and LAMB at first, not behind under AdamW; closed within a few hundred steps
-    runs, _ = plans.load_scale("optim")
-    camp = plans.settings("optim", runs)
-    at = {}
-    for name in ("adamw (residual_std=1e-4)", "tiger", "lamb"):
-        steps, mean, *_ = records.gap_curve(camp[name]["logn"], camp[name]["ortho"])
-        at[name] = dict(zip(steps, mean))
-    assert at["tiger"][100] > 0.5 and at["lamb"][100] > 0.5 and at["adamw (residual_std=1e-4)"][100] < 0
-    assert all(abs(a[400]) < 0.1 and a[1200] < 0.05 for a in at.values())
-    # section 3: the step's size turns the answer round under AdamW and Signum; Signum loses its footing at the top
-    sweep = Z.table(Z.load())
-    assert Z.answer(sweep) == "H_S"
+    # at full size: behind first under every optimizer; AdamW within 0.1 after a few dozen steps, Tiger and LAMB
+    # after hundreds; at step 100 ahead under AdamW; closed by step 1200 ("alike": within 0.1)
+    camp = plans.settings("optim", plans.load_scale("optim")[0])
+    for name, catch_up in (("adamw (residual_std=1e-4)", (20, 60)), ("tiger", (300, 500)), ("lamb", (200, 400))):
+        steps, mean, *_ = records.gap_curve(camp[name]["logn"], camp[name]["ortho"], key="val_subset_loss")
+        p = int(np.argmax(mean))
+        assert mean[p] > 0.3, name
+        assert catch_up[0] <= next(s for s, m in zip(steps[p:], mean[p:]) if m < 0.1) <= catch_up[1], name
+        whole = dict(zip(*records.gap_curve(camp[name]["logn"], camp[name]["ortho"])[:2]))
+        assert abs(whole[1200]) < 0.1 and (whole[100] < 0) == name.startswith("adamw")
+    # section 4: behind first in every trained cell; the peak comes sooner at a larger step (AdamW and Signum up to
+    # 3e-3); AdamW's lag closed at 1e-3 and 3e-3 by step 100; Tiger's 2-3x larger, open at step 100 at every lr
+    runs = Z.load()
+    sweep = Z.table(runs)
     for opt in ("adamw", "signum"):
-        words = [c["word"] for (o, lr), c in sorted(sweep.items()) if o == opt and c["state"] == "trained"]
-        assert words[0] == "yes" and "no" in words
-    assert sweep["signum", 1e-2]["state"] == "diverged"
-    assert sweep["signum", 3e-3]["ortho_end"] > sweep["signum", 1e-3]["ortho_end"] + 1
-    # Tiger at the distance AdamW reaches leaves logn many times further behind, its branches hardly moved
-    trained = {k: c for k, c in sweep.items() if c["state"] == "trained"}
-    t_lr = min((lr for o, lr in trained if o == "tiger"), key=lambda lr: trained["tiger", lr]["ortho_end"])
-    a_lr = min((lr for o, lr in trained if o == "adamw"),
-               key=lambda lr: abs(trained["adamw", lr]["ortho_end"] - trained["tiger", t_lr]["ortho_end"]))
-    tiger, adamw_cell = trained["tiger", t_lr], trained["adamw", a_lr]
-    assert tiger["word"] == "yes" and tiger["mean"] > 0.3 and tiger["mean"] > 5 * max(adamw_cell["mean"], 0.0)
-    moved = {o: np.mean([r["proj_moved"][-1] for r in Z.load() if (r["optimizer"], r["config"]["lr"]) == (o, lr)])
-             for o, lr in (("tiger", t_lr), ("adamw", a_lr))}
-    assert moved["tiger"] < moved["adamw"] / 10
+        peaks = [sweep[opt, lr]["steps"][int(np.argmax(sweep[opt, lr]["curve"]))] for lr in Z.STEPS_LR[:5]]
+        assert peaks == sorted(peaks, reverse=True), (opt, peaks)
+    assert all(sweep["adamw", lr]["word"] == "no" for lr in (1e-3, 3e-3))
+    tiger = [c for (o, lr), c in sweep.items() if o == "tiger" and c["state"] == "trained"]
+    adamw_peak = max(max(c["curve"]) for (o, lr), c in sweep.items() if o == "adamw")
+    assert all(c["word"] == "yes" and c["curve"][-1] > 0.5 for c in tiger)
+    assert 2 <= min(max(c["curve"]) for c in tiger if max(c["curve"]) > 0.6) / adamw_peak <= 3.5
+    # the tested part and the branches: the embedding's relative step carries part of Tiger's lag (interval above 0);
+    # under Tiger the branches barely grow over 1,200 steps, under AdamW they grow a hundredfold
+    cells = cause.cells(*cause.load())
+    assert cause.verdict_c(cells)["E"]["ci95"][0] > 0
+    for name, grew in (("tiger", (1.0, 1.3)), ("adamw (residual_std=1e-4)", (100, 300))):
+        rms = [list(records.logged(r, "resid_rms").values()) for r in camp[name]["logn"].values()]
+        assert all(grew[0] <= v[-1] / v[0] <= grew[1] for v in rms), name
+    # Signum's one 'no' is the unstable cell; set aside, the answer is 'both'
+    assert Z.answer(sweep) == "H_S" and set(Z.unstable(sweep, runs)) == {("signum", 3e-3)}
+    assert Z.answer(sweep, Z.unstable(sweep, runs)) == "both"
