@@ -100,8 +100,11 @@ def test_ddp_two_processes_match_one_process_of_the_same_global_batch(data_dir, 
     assert two.returncode == 0, two.stderr[-2000:]
     a, b = rows(tmp_path / "one"), rows(tmp_path / "two")
     assert sorted(a) == sorted(b)
-    for s in a:
-        assert b[s]["train_loss"] == pytest.approx(a[s]["train_loss"], rel=1e-5, abs=1e-5)
+    for s in a:  # every loss either run logged at that step (the last step's row is an evaluation only)
+        for k in ("train_loss", "val_loss"):
+            assert (k in a[s]) == (k in b[s]), (s, k)
+            if k in a[s]:
+                assert b[s][k] == pytest.approx(a[s][k], rel=1e-5, abs=1e-5), (s, k)
     w1 = torch.load(tmp_path / "one" / "ckpt.pt", weights_only=True)["model"]
     w2 = torch.load(tmp_path / "two" / "ckpt.pt", weights_only=True)["model"]
     for k in w1:
