@@ -274,3 +274,35 @@ def stepsize_curves_figure(tab, names, unstable=()):
     axes[0].set_ylim(min(stable) - 0.1, max(stable) + 0.1)
     fig.tight_layout()
     return fig
+
+
+def stepsize_heatmap(tab, names, unstable=()):
+    """The sweep at a glance: one panel per optimizer, one row per lr (larger steps higher), one column per measured
+    step; the colour is the seeds' mean gap logn - ortho (red: logn behind, blue: ahead, clipped at +-0.6 nats).
+    Diverged cells are grey; the `unstable` ones grey, hatched and labelled. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    lrs = {o: sorted(lr for (opt, lr) in tab if opt == o) for o in STEPSIZE_COLORS}
+    fig, axes = plt.subplots(1, len(lrs), figsize=(4.6 * len(lrs), 3.2), layout="constrained")
+    for ax, opt in zip(axes, lrs):
+        steps = next(c["steps"] for (o, _), c in tab.items() if o == opt and "curve" in c)
+        grid = np.full((len(lrs[opt]), len(steps)), np.nan)
+        for i, lr in enumerate(lrs[opt]):
+            c = tab[opt, lr]
+            if "curve" in c:
+                grid[i] = c["curve"]
+        mesh = ax.pcolormesh(np.arange(len(steps) + 1) - 0.5, np.arange(len(lrs[opt]) + 1) - 0.5, grid,
+                             cmap="RdBu_r", vmin=-0.6, vmax=0.6)
+        for i, lr in enumerate(lrs[opt]):
+            if tab[opt, lr]["state"] == "diverged":
+                ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(steps), 1, color="0.8"))
+                ax.text(len(steps) / 2 - 0.5, i, "diverged", ha="center", va="center", fontsize=8)
+            elif (opt, lr) in unstable:
+                ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(steps), 1, facecolor="0.8", hatch="///", lw=0))
+                ax.text(len(steps) / 2 - 0.5, i, "unstable: set aside", ha="center", va="center", fontsize=8,
+                        bbox=dict(facecolor="0.8", lw=0, pad=1))
+        ax.set_xticks(range(0, len(steps), 2), [str(s) for s in steps[::2]])
+        ax.set_yticks(range(len(lrs[opt])), [f"{lr:g}" for lr in lrs[opt]])
+        ax.set(title=names[opt], xlabel="step")
+    axes[0].set_ylabel("learning rate")
+    fig.colorbar(mesh, ax=axes, label="logn - ortho (nats)\nred: logn behind", shrink=0.9)
+    return fig

@@ -266,6 +266,11 @@ def curves_figure(tab, runs=()):
     return figures.stepsize_curves_figure(tab, NAMES, unstable(tab, runs) if runs else {})
 
 
+def heatmap(tab, runs=()):
+    """The same gaps as curves_figure, as one coloured row per lr (red: logn behind): lesson 04's figure."""
+    return figures.stepsize_heatmap(tab, NAMES, unstable(tab, runs) if runs else {})
+
+
 def cell_line(opt, lr, c):
     name = f"{NAMES[opt]} lr {lr:g}"
     if c["state"] == "diverged":

@@ -124,6 +124,23 @@ def test_the_figure_draws_every_cell_and_the_report_states_the_rule_and_both_pre
     assert "predicted under H_S" in text and "predicted under H_C" in text
 
 
+def test_the_heatmap_has_a_row_per_step_size_and_names_the_diverged_and_unstable_cells():
+    """Lesson 04's figure: one panel per optimizer, one row per lr (diverged and set-aside cells labelled, not
+    coloured), the colour scale shared."""
+    import matplotlib
+    matplotlib.use("Agg")
+    runs = fake_runs(step_size_effect)
+    runs[0]["diverged"] = 30  # adamw 3e-5, seed 1
+    tab = Z.table(runs)
+    fig = Z.figures.stepsize_heatmap(tab, Z.NAMES, unstable={("signum", 1e-2)})
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == [Z.NAMES[o] for o in ("adamw", "signum", "tiger")]
+    for ax, opt in zip(panels, ("adamw", "signum", "tiger")):
+        assert [t.get_text() for t in ax.get_yticklabels()] == [f"{lr:g}" for (o, lr) in sorted(tab) if o == opt]
+    labels = {(ax.get_title(), t.get_text()) for ax in panels for t in ax.texts}
+    assert labels == {("AdamW", "diverged"), ("Signum", "unstable: set aside")}
+
+
 def test_the_report_and_figure_read_a_sweep_with_one_seed_so_far():
     """Partial data (the campaign lands run by run): one seed has no interval, its word is "can't tell"."""
     import matplotlib
