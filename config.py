@@ -25,7 +25,7 @@ class Config(GPTConfig):
     fused_loss: bool = flag(True, "compute head + cross-entropy together without building the logits (true|false)")
     # data
     dataset: str = flag("shakespeare", "shakespeare (downloaded once) | pydoc_topics (or use --input)")
-    input: str = flag(None, "any UTF-8 text file to train on; prepared into data/<file stem>/ on first use")
+    input: str = flag(None, "any UTF-8 text file to train on; prepared into data/<file stem>-<hash>/ on first use")
     # 'corpus': the softmax runs over the tokens the corpus uses (11,706 for Tiny Shakespeare), renumbered 0..n-1:
     # a speed knob for teaching; it changes n, and every result made with it must say so
     vocab: str = flag("full", "full (all 50257 tokens) | corpus (only the tokens the data use: smaller n, faster)")
@@ -87,6 +87,8 @@ class Config(GPTConfig):
                              f"min_lr={self.min_lr}")
         if self.vocab not in ("full", "corpus"):
             raise ValueError(f"vocab must be full or corpus, got {self.vocab!r}")
+        if self.resume and not self.out_dir:
+            raise ValueError("resume needs out_dir: the folder whose ckpt.pt to continue")
         if self.resume and self.overwrite:
             raise ValueError("resume and overwrite contradict each other: continue the run, or replace it")
         if self.dtype not in ("auto", "float32", "bfloat16"):  # float16 would need loss scaling, which this code omits

@@ -18,7 +18,7 @@ import torch
 import config
 from config import MODEL_FIELDS, RESOLVED
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.realpath(__file__))
 REPO_FOLDERS = ("research", "lessons", "data", "docs", "tests", ".ci", ".git")  # the repository's own: never an output
 # what a run writes in out_dir, and the temporary names it writes them under (write_file): --overwrite removes these
 RUN_FILES = tuple(name + tmp for name in ("ckpt.pt", "metrics.jsonl", "config.json") for tmp in ("", ".tmp"))
@@ -199,7 +199,9 @@ def load_checkpoint(path, c, data_id):
         said = ", ".join(f"{k}={a!r} (now {b!r}" + (f", as {k}=None stands for {RESOLVED[k]})"
                                                      if k in RESOLVED and getattr(c, k) is None else ")")
                          for k, a, b in diff)
-        flags = " ".join(f"--{k}={a}" for k, a, _ in diff if k in RUN_FIELDS or k in MODEL_FIELDS)
+        named = {k for k, _, _ in diff}  # --vocab sets vocab_size itself: name the flag the user gives
+        flags = " ".join(f"--{k}={a}" for k, a, _ in diff if k in RUN_FIELDS or k in ("dataset", "vocab")
+                         or (k in MODEL_FIELDS and not (k == "vocab_size" and "vocab" in named)))
         raise TrainingError(f"--resume: {path} was made with {said}; a resumed run must compute what the checkpointed "
                             f"run would have, so resume with its data and settings" + (f" ({flags})" if flags else "")
                             + ", or start a new run (--overwrite=true, or another --out_dir)")

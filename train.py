@@ -421,6 +421,7 @@ def loop(run, progress, log):
                     add_row(run, row)
                 break
             if stop:
+                check_finite(run)  # never save diverged weights over the last good checkpoint
                 checkpoint(run)
                 say(f"interrupted at step {run.step}" + (f"; checkpoint saved to {run.path('ckpt.pt')}"
                                                          if run.path("ckpt.pt") else ""))
@@ -473,7 +474,8 @@ def finish(run, seconds, log):
 
 def main(argv):
     """A Config from the flags, then train(). A problem the user can act on is one line on stderr and a non-zero exit:
-    2 a setting or file that can't be used, 1 a run that can't start or go on, 130 Ctrl-C; a bug keeps its traceback."""
+    2 a setting or file that can't be used, 1 a run that can't start or go on, 130 Ctrl-C; a bug keeps its traceback
+    (but a ValueError is read as a bad setting, wherever it comes from: not guarded)."""
     try:
         train(parse_args(argv, doc=__doc__))
     except Stopped:  # the first Ctrl-C: the run said where its checkpoint is
@@ -484,11 +486,11 @@ def main(argv):
     except (ValueError, TrainingError) as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 2 if isinstance(e, ValueError) else 1
-    except OSError as e:  # a disk that filled up, or a folder that vanished, while writing metrics or config
-        print(f"train.py: could not write {e.filename or 'a file'}: {e.strerror or e}", file=sys.stderr)
+    except OSError as e:  # a disk that filled up, or a folder that vanished, while reading or writing a run's files
+        print(f"train.py: could not read or write {e.filename or 'a file'}: {e.strerror or e}", file=sys.stderr)
         return 1
     except RuntimeError as e:  # out of memory (a GPU's, or a CPU's past the estimate); anything else is a bug
-        if "memory" not in str(e).lower():
+        if not isinstance(e, torch.OutOfMemoryError) and "can't allocate memory" not in str(e):
             raise
         print(f"train.py: out of memory ({str(e).strip().splitlines()[0][:100]}); lower batch_size, block_size, "
               f"n_embd or n_layer", file=sys.stderr)

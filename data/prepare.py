@@ -146,21 +146,21 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
 
 
 def ensure_prepared(dataset="shakespeare", input=None, log=print):
-    """The metadata of a prepared dataset, preparing it first if it is not (or not whole), if its source text changed,
-    A token file that is not the one prepare.py wrote: ValueError, one line."""
+    """The metadata of a prepared dataset, preparing it first if it is not (or not whole) or if its source text
+    changed. A token file that is not the one prepare.py wrote: ValueError, one line."""
     name = input_name(input) if input is not None else dataset
     d = dataset_dir(name)
     try:
         with open(os.path.join(d, "meta.json")) as f:
             meta = json.load(f)
         files = {split: os.path.join(d, f"{split}.bin") for split in ("train", "val")}
-        source = input or (os.path.join(d, "input.txt") if name == "shakespeare" else None)
-        if source and os.path.isfile(source) and sha256_of(source) != meta["sha256"]:
-            log(f"{source} changed since {d} was prepared: preparing it again")
-            return prepare(dataset, input, meta["val_fraction"], log=log)
         wrong = [path for split, path in files.items() if sha256_of(path) != meta[f"{split}_sha256"]]
     except (OSError, ValueError, KeyError):  # not prepared, or cut short before its meta.json was written
         return prepare(dataset, input, log=log)
+    source = input or (os.path.join(d, "input.txt") if name == "shakespeare" else None)
+    if source and os.path.isfile(source) and sha256_of(source) != meta["sha256"]:
+        log(f"{source} changed since {d} was prepared: preparing it again")
+        return prepare(dataset, input, meta["val_fraction"], log=log)
     if wrong:
         raise ValueError(f"{wrong[0]} is not the file prepare.py wrote (its sha256 is not meta.json's): delete {d} "
                          f"(any input.txt there is your text: keep it) and run again to prepare it anew")

@@ -77,8 +77,11 @@ def test_a_killed_run_resumes_to_the_losses_of_a_run_never_interrupted(data_dir,
         assert how == "kill -9" or ("checkpoint saved" in said and "Traceback" not in err)
     stopped_at = torch.load(out / "ckpt.pt", weights_only=True)["step"]
     assert 10 <= stopped_at < 30
+    before = rows(out)
     assert cli([*KW, f"--out_dir={out}", "--resume=true"], capsys)[0] == 0
     a, b = rows(ref), rows(out)
+    # it went on from the checkpoint, not from step 0: the rows before it are the first run's own (their times too)
+    assert all(b[s]["time"] == before[s]["time"] for s in before if s < stopped_at)
     assert sorted(a) == sorted(b)  # every row is there once, those logged after the checkpoint logged again
     assert same_rows(a, b, 0)  # the row at the stop included: it averages steps from both sides of it
 
@@ -161,6 +164,9 @@ def test_resume_refuses_other_data_or_settings_naming_each_difference(data_dir, 
                      f"--input={book}"],
                     capsys)
     assert code == 1 and one_line(err) and "dataset='pydoc_topics' (now 'book-" in err and "train_sha256=" in err
+    code, err = cli(["--max_iters=4", "--lr_decay_iters=2", "--eval_interval=2", f"--out_dir={out}", "--resume=true",
+                     "--vocab=corpus"], capsys)  # the flag to give back is --vocab (it sets vocab_size itself)
+    assert code == 1 and one_line(err) and "--vocab=full" in err and "--vocab_size" not in err, err
     assert cli(["--max_iters=4", "--lr_decay_iters=2", "--eval_interval=2", f"--out_dir={out}", "--resume=true"],
                capsys)[0] == 0
 
@@ -200,13 +206,13 @@ BAD = [("--lerning_rate=1", "unknown flag --lerning_rate"), ("--lr=fast", "--lr 
        ("--lr=-0.1", "lr must be > 0"), ("--head=weird", "choose one of: tied, untied"),
        ("max_iters=3", "flags look like --key=value"), ("--block_size=10000000", "is beyond the data"),
        ("--dropout=1.5", "dropout must be in [0, 1)"), ("--dtype=float16", "dtype must be"),
-       ("--n_embd=16384", "lower n_embd"), ("--input=/no/such/book.txt", "can't be read"),
+       ("--n_embd=16384 --device=cpu", "lower n_embd"), ("--input=/no/such/book.txt", "can't be read"),
        ("--resume=true", "no checkpoint at"), ("--compile=maybe", "expects true or false")]
 
 
 @pytest.mark.parametrize("flag, words", BAD, ids=[b[0] for b in BAD])
 def test_every_bad_flag_value_or_file_is_one_line_and_a_nonzero_exit(data_dir, tmp_path, capsys, flag, words):
-    code, err = cli([f"--out_dir={tmp_path / 'out'}", flag], capsys)
+    code, err = cli([f"--out_dir={tmp_path / 'out'}", *flag.split()], capsys)
     assert code in (1, 2) and one_line(err) and words in err, err
 
 
