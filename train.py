@@ -18,6 +18,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -226,7 +227,9 @@ def lr_at(it, c):
 def checkpoint(run):
     """Write ckpt.pt (rundir.CKPT_KEYS) for the weights after run.step updates: with the batch generator's and torch's
     random states, the tokens seen, the training losses summed since the last row (averaged over the processes, as
-    logged) and the rows logged before this step, a resumed run logs exactly what this one would have."""
+    logged) and the rows logged before this step, a resumed run logs exactly what this one would have. A loss that
+    went non-finite since the last check stops the run first: diverged weights never overwrite a good checkpoint."""
+    check_finite(run)
     total = run.loss_sum.clone()
     if run.ddp:
         dist.all_reduce(total)
@@ -356,11 +359,8 @@ def catch_stop_signals():
         if stop:
             raise KeyboardInterrupt
         stop.append(True)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            handlers[sig] = signal.signal(sig, on_signal)
-        except ValueError:  # not the main thread: leave signals alone
-            pass
+    if threading.current_thread() is threading.main_thread():  # (only the main thread may set a handler)
+        handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     return stop, handlers
 
 
@@ -421,7 +421,6 @@ def loop(run, progress, log):
                     add_row(run, row)
                 break
             if stop:
-                check_finite(run)  # never save diverged weights over the last good checkpoint
                 checkpoint(run)
                 say(f"interrupted at step {run.step}" + (f"; checkpoint saved to {run.path('ckpt.pt')}"
                                                          if run.path("ckpt.pt") else ""))
@@ -474,8 +473,7 @@ def finish(run, seconds, log):
 
 def main(argv):
     """A Config from the flags, then train(). A problem the user can act on is one line on stderr and a non-zero exit:
-    2 a setting or file that can't be used, 1 a run that can't start or go on, 130 Ctrl-C; a bug keeps its traceback
-    (but a ValueError is read as a bad setting, wherever it comes from: not guarded)."""
+    2 a setting or file that can't be used, 1 a run that can't start or go on, 130 Ctrl-C; a bug keeps its traceback."""
     try:
         train(parse_args(argv, doc=__doc__))
     except Stopped:  # the first Ctrl-C: the run said where its checkpoint is
