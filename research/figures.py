@@ -276,33 +276,32 @@ def stepsize_curves_figure(tab, names, unstable=()):
     return fig
 
 
-def stepsize_heatmap(tab, names, unstable=()):
-    """The sweep at a glance: one panel per optimizer, one row per lr (larger steps higher), one column per measured
-    step; the colour is the seeds' mean gap logn - ortho (red: logn behind, blue: ahead, clipped at +-0.6 nats).
-    Diverged cells are grey; the `unstable` ones grey, hatched and labelled. Returns the Figure."""
+
+def stepsize_summary(tab, names, unstable=()):
+    """The sweep at a glance, against the learning rate (log scale), one line per optimizer: left, the gap
+    logn - ortho at step 100 (the seeds' mean and 95% interval); right, the step at which the mean gap peaked.
+    Diverged cells are left out; the `unstable` ones too, each marked with an x on the left panel's floor and named.
+    Returns the Figure."""
     import matplotlib.pyplot as plt
-    lrs = {o: sorted(lr for (opt, lr) in tab if opt == o) for o in STEPSIZE_COLORS}
-    fig, axes = plt.subplots(1, len(lrs), figsize=(4.6 * len(lrs), 3.2), layout="constrained")
-    for ax, opt in zip(axes, lrs):
-        steps = next(c["steps"] for (o, _), c in tab.items() if o == opt and "curve" in c)
-        grid = np.full((len(lrs[opt]), len(steps)), np.nan)
-        for i, lr in enumerate(lrs[opt]):
-            c = tab[opt, lr]
-            if "curve" in c:
-                grid[i] = c["curve"]
-        mesh = ax.pcolormesh(np.arange(len(steps) + 1) - 0.5, np.arange(len(lrs[opt]) + 1) - 0.5, grid,
-                             cmap="RdBu_r", vmin=-0.6, vmax=0.6)
-        for i, lr in enumerate(lrs[opt]):
-            if tab[opt, lr]["state"] == "diverged":
-                ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(steps), 1, color="0.8"))
-                ax.text(len(steps) / 2 - 0.5, i, "diverged", ha="center", va="center", fontsize=8)
-            elif (opt, lr) in unstable:
-                ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(steps), 1, facecolor="0.8", hatch="///", lw=0))
-                ax.text(len(steps) / 2 - 0.5, i, "unstable: set aside", ha="center", va="center", fontsize=8,
-                        bbox=dict(facecolor="0.8", lw=0, pad=1))
-        ax.set_xticks(range(0, len(steps), 2), [str(s) for s in steps[::2]])
-        ax.set_yticks(range(len(lrs[opt])), [f"{lr:g}" for lr in lrs[opt]])
-        ax.set(title=names[opt], xlabel="step")
-    axes[0].set_ylabel("learning rate")
-    fig.colorbar(mesh, ax=axes, label="logn - ortho (nats)\nred: logn behind", shrink=0.9)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for opt, color in STEPSIZE_COLORS.items():
+        cells = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
+        kept = [(lr, c) for lr, c in cells if (opt, lr) not in unstable]
+        lrs = [lr for lr, _ in kept]
+        means = np.array([c["mean"] for _, c in kept])
+        lo = np.array([c["ci95"][0] if c["ci95"] else c["mean"] for _, c in kept])
+        hi = np.array([c["ci95"][1] if c["ci95"] else c["mean"] for _, c in kept])
+        left.errorbar(lrs, means, yerr=[means - lo, hi - means], fmt="o-", color=color, capsize=3, label=names[opt])
+        right.plot(lrs, [c["steps"][int(np.argmax(c["curve"]))] for _, c in kept], "o-", color=color,
+                   label=names[opt])
+        for lr, _ in cells:
+            if (opt, lr) in unstable:
+                left.annotate(f"{names[opt]} {lr:g}: unstable, set aside", (lr, 0), xytext=(lr, -0.2),
+                              color=color, ha="center", fontsize=7, arrowprops=dict(arrowstyle="-", color=color))
+    left.axhline(0, color="black", lw=0.8)
+    lr = "learning rate (Tiger's: a fraction of each weight)"
+    left.set(xscale="log", xlabel=lr, ylabel="logn - ortho at step 100 (nats)", title="How far behind at step 100")
+    right.set(xscale="log", xlabel=lr, ylabel="step", title="When the lag peaked")
+    left.legend(fontsize=8)
+    fig.tight_layout()
     return fig

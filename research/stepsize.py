@@ -266,9 +266,10 @@ def curves_figure(tab, runs=()):
     return figures.stepsize_curves_figure(tab, NAMES, unstable(tab, runs) if runs else {})
 
 
-def heatmap(tab, runs=()):
-    """The same gaps as curves_figure, as one coloured row per lr (red: logn behind): lesson 04's figure."""
-    return figures.stepsize_heatmap(tab, NAMES, unstable(tab, runs) if runs else {})
+def summary_figure(tab, runs=()):
+    """Lesson 04's figure: each optimizer's gap at step 100 and the step of its peak, against the lr (the unstable
+    cells set aside and named)."""
+    return figures.stepsize_summary(tab, NAMES, unstable(tab, runs) if runs else {})
 
 
 def cell_line(opt, lr, c):

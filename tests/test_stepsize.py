@@ -124,21 +124,23 @@ def test_the_figure_draws_every_cell_and_the_report_states_the_rule_and_both_pre
     assert "predicted under H_S" in text and "predicted under H_C" in text
 
 
-def test_the_heatmap_has_a_row_per_step_size_and_names_the_diverged_and_unstable_cells():
-    """Lesson 04's figure: one panel per optimizer, one row per lr (diverged and set-aside cells labelled, not
-    coloured), the colour scale shared."""
+def test_the_summary_figure_draws_each_trained_cell_once_and_names_the_unstable_one():
+    """Lesson 04's figure: per optimizer, one point per lr that trained (left: the gap at step 100, right: the step of
+    its peak); a diverged cell is left out, an unstable one left out and named."""
     import matplotlib
     matplotlib.use("Agg")
     runs = fake_runs(step_size_effect)
     runs[0]["diverged"] = 30  # adamw 3e-5, seed 1
     tab = Z.table(runs)
-    fig = Z.figures.stepsize_heatmap(tab, Z.NAMES, unstable={("signum", 1e-2)})
-    panels = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in panels] == [Z.NAMES[o] for o in ("adamw", "signum", "tiger")]
-    for ax, opt in zip(panels, ("adamw", "signum", "tiger")):
-        assert [t.get_text() for t in ax.get_yticklabels()] == [f"{lr:g}" for (o, lr) in sorted(tab) if o == opt]
-    labels = {(ax.get_title(), t.get_text()) for ax in panels for t in ax.texts}
-    assert labels == {("AdamW", "diverged"), ("Signum", "unstable: set aside")}
+    fig = Z.figures.stepsize_summary(tab, Z.NAMES, unstable={("signum", 1e-2)})
+    left, right = fig.axes
+    trained = {o: sorted(lr for (opt, lr), c in tab.items() if opt == o and c["state"] != "diverged")
+               for o in ("adamw", "signum", "tiger")}
+    trained["signum"].remove(1e-2)
+    expected = {Z.NAMES[o]: lrs for o, lrs in trained.items()}
+    assert {c.get_label(): list(c.lines[0].get_xdata()) for c in left.containers} == expected  # the error bars
+    assert {line.get_label(): list(line.get_xdata()) for line in right.get_lines()} == expected
+    assert [t.get_text() for t in left.texts] == ["Signum 0.01: unstable, set aside"]
 
 
 def test_the_report_and_figure_read_a_sweep_with_one_seed_so_far():
