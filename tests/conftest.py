@@ -2,6 +2,11 @@
 as a student's script in the root would; what tests share besides fixtures is in helpers.py."""
 import os
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest.ini runs the tests on the cores side by side (pytest-xdist):
+    os.environ["OMP_NUM_THREADS"] = "1"   # one thread each, and in the processes and notebook kernels they start
+    import torch                          # (two processes of two threads on two cores wait on each other: 2.7x slower)
+    torch.set_num_threads(1)
+
 import numpy as np
 import pytest
 
