@@ -1,7 +1,7 @@
 """
 The finding, live: does ln(n)/d converge slowest? logn against ortho under Tiger and AdamW, seed by seed.
 
-    python demo.py --quick                      # the classroom run: 4 seeds, about 4 minutes on 2 cores
+    python demo.py --quick                      # the classroom run: 4 seeds, about 4.5 minutes on 2 cores
     python demo.py                              # the committed run (research/runs/demo.json): 5 seeds, 100 steps
     python demo.py --optimizers=adamw --lr_adamw=1e-4     # AdamW at a small step (the step-size sweep)
     python demo.py --tiny                       # seconds: the tests' size; its numbers mean nothing
@@ -82,7 +82,7 @@ class Demo:
     threads: int = flag(0, "torch threads per process (0: 1 with several workers, else torch's default), <= cores")
     out: str = flag("out/demo", "folder for runs/, demo.json, demo.png (relative to the repository root)")
     fresh: bool = flag(False, "true: re-make runs already finished with this config in out/runs/")
-    quick: bool = flag(False, "true: the classroom run (QUICK: 3 seeds, 50 steps, about 2 minutes on 2 cores)")
+    quick: bool = flag(False, "true: the classroom run (QUICK: 4 seeds, 100 steps, about 4.5 minutes on 2 cores)")
     tiny: bool = flag(False, "true: the tests' seconds-long setting (TINY); its numbers mean nothing")
 
     def __post_init__(self):
