@@ -392,10 +392,15 @@ def test_lesson04_prose_matches_the_committed_runs():
         peaks = [sweep[opt, lr]["steps"][int(np.argmax(sweep[opt, lr]["curve"]))] for lr in Z.STEPS_LR[:5]]
         assert peaks == sorted(peaks, reverse=True), (opt, peaks)
     assert all(sweep["adamw", lr]["word"] == "no" for lr in (1e-3, 3e-3))
+    assert all(sweep["adamw", lr]["word"] == "yes" for lr in (3e-5, 1e-4)) and 0 < sweep["adamw", 3e-4]["mean"] < 0.1
     tiger = [c for (o, lr), c in sweep.items() if o == "tiger" and c["state"] == "trained"]
     adamw_peak = max(max(c["curve"]) for (o, lr), c in sweep.items() if o == "adamw")
     assert all(c["word"] == "yes" and c["curve"][-1] > 0.5 for c in tiger)
     assert 2 <= min(max(c["curve"]) for c in tiger if max(c["curve"]) > 0.6) / adamw_peak <= 3.5
+    # Signum, Tiger's sign rule with an absolute step: its lag at step 100 below Tiger's at every stable rate
+    signum = [c["mean"] for (o, lr), c in sweep.items() if o == "signum" and "curve" in c
+              and (o, lr) not in Z.unstable(sweep, runs)]
+    assert max(signum) < min(c["mean"] for c in tiger)
     # the tested part and the branches: the embedding's relative step carries part of Tiger's lag (interval above 0);
     # under Tiger the branches barely grow over 1,200 steps, under AdamW they grow a hundredfold
     cells = cause.cells(*cause.load())
