@@ -393,6 +393,7 @@ def test_lesson04_prose_matches_the_committed_runs():
         assert peaks == sorted(peaks, reverse=True), (opt, peaks)
     assert all(sweep["adamw", lr]["word"] == "no" for lr in (1e-3, 3e-3))
     assert all(sweep["adamw", lr]["word"] == "yes" for lr in (3e-5, 1e-4)) and 0 < sweep["adamw", 3e-4]["mean"] < 0.1
+    assert sweep["adamw", 1e-2]["word"] == "can't tell"
     tiger = [c for (o, lr), c in sweep.items() if o == "tiger" and c["state"] == "trained"]
     adamw_peak = max(max(c["curve"]) for (o, lr), c in sweep.items() if o == "adamw")
     assert all(c["word"] == "yes" and c["curve"][-1] > 0.5 for c in tiger)
