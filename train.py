@@ -425,7 +425,7 @@ def loop(run, progress, log):
                 say(f"interrupted at step {run.step}" + (f"; checkpoint saved to {run.path('ckpt.pt')}"
                                                          if run.path("ckpt.pt") else ""))
                 raise Stopped
-            logging_now = bool(row) or run.step % c.log_interval == 0
+            logging_now = full or dense or run.step % c.log_interval == 0  # (the same on every process)
             lr, grad_norm, emb_grad_norm = train_step(run, logging_now)
             if logging_now:
                 log_row(run, row, lr, grad_norm, emb_grad_norm)
