@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 import urllib.request
 
 import numpy as np
@@ -114,6 +115,15 @@ def load_text(dataset="shakespeare", input=None, log=print):
     return text, SHAKESPEARE_URL if sha == SHAKESPEARE_SHA256 else path, "shakespeare", sha
 
 
+def write_whole(path, data):
+    """Write `path` under a name of its own first, then rename it (whole or not at all): a process reading the data,
+    or a second one preparing it at once (pytest runs on every core), never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
     """Tokenise a corpus into data/<dataset>/{train,val}.bin and meta.json; returns the metadata. The split is by
     position: the first (1 - val_fraction) of the tokens train, the rest validate."""
@@ -129,18 +139,19 @@ def prepare(dataset="shakespeare", input=None, val_fraction=0.1, log=print):
     out = dataset_dir(dataset)
     os.makedirs(out, exist_ok=True)
     meta_path = os.path.join(out, "meta.json")
-    if os.path.exists(meta_path):  # gone until the new token files are whole: a kill leaves no stale meta.json
+    try:  # gone until the new token files are whole: a kill leaves no stale meta.json
         os.remove(meta_path)
+    except FileNotFoundError:  # not prepared yet, or another process preparing the same data removed it first
+        pass
     meta = dict(dataset=dataset, corpus=corpus, source=source, sha256=sha, chars=len(text), encoding="r50k_base",
                 vocab_size=VOCAB_SIZE, tokens=len(ids), train_tokens=split, val_tokens=len(ids) - split,
                 distinct_tokens=int(len(np.unique(ids))),
                 repeat_fraction=float((ids[1:] == ids[:-1]).mean()),  # r: targets equal to their input token
                 val_fraction=val_fraction)
     for name, part in (("train", ids[:split]), ("val", ids[split:])):
-        part.tofile(os.path.join(out, f"{name}.bin"))
+        write_whole(os.path.join(out, f"{name}.bin"), part.tobytes())
         meta[f"{name}_sha256"] = hashlib.sha256(part.tobytes()).hexdigest()
-    with open(meta_path, "w") as f:
-        json.dump(meta, f, indent=2)
+    write_whole(meta_path, json.dumps(meta, indent=2).encode())
     log(f"{dataset}: {meta['tokens']:,} tokens ({split:,} train, {meta['val_tokens']:,} val) from {source} -> {out}")
     return meta
 

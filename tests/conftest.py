@@ -15,14 +15,6 @@ from data.prepare import get_encoding
 from helpers import READ, generated_text, shakespeare_path
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
-    """The default corpus (or offline its fallback) is prepared once, here, before pytest-xdist starts its processes:
-    two of them preparing it at once would write the same files under data/."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        P.ensure_prepared("shakespeare", log=lambda *_: None)
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", "corpus: reads the default corpus (Tiny Shakespeare, or offline its fallback); "
                                        "CI runs these again on a fresh offline machine (.ci/run)")
