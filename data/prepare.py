@@ -117,7 +117,8 @@ def load_text(dataset="shakespeare", input=None, log=print):
 
 def write_whole(path, data):
     """Write `path` under a name of its own first, then rename it (whole or not at all): a process reading the data,
-    or a second one preparing it at once (pytest runs on every core), never sees half a file."""
+    or a second one preparing it at once (pytest runs on every core), never sees half a file. (rundir.write_file's one
+    fixed .tmp name would let two such writers clash.)"""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.")
     with os.fdopen(fd, "wb") as f:
         f.write(data)

@@ -276,11 +276,10 @@ def stepsize_curves_figure(tab, names, unstable=()):
     return fig
 
 
-
 def stepsize_summary(tab, names, unstable=()):
     """The sweep at a glance, against the learning rate (log scale), one line per optimizer: left, the gap
     logn - ortho at step 100 (the seeds' mean and 95% interval); right, the step at which the mean gap peaked.
-    Diverged cells are left out; the `unstable` ones too, each marked with an x on the left panel's floor and named.
+    Diverged cells are left out; the `unstable` ones too, each named in a note below the left panel's zero line.
     Returns the Figure."""
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
