@@ -5,7 +5,8 @@ code line and the full-mode run time the notebook printed at its end, and exits 
 
 A word is a whitespace-separated token (str.split()) of a markdown cell's source or of a code cell's text output (what it
 prints, and the text of a displayed result that is not a figure); code is not counted. A lesson's reading stops at the
-first markdown cell whose heading says "Going deeper". The printout, cell and line limits hold for every cell, Going
+first heading that says "Exercises" or "Going deeper", inside its cell: the exercises are homework, and what a cell
+holds above that heading is read in class. The printout, cell and line limits hold for every cell, Going
 deeper too; the first code cell (the setup) has its own, smaller limit. tests/test_lessons.py holds the first four.
 """
 import glob
@@ -24,6 +25,7 @@ SECONDS = 120      # the full-mode run time on 2 idle cores, as the notebook pri
 LESSONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lessons")
 CLASS_LESSONS = sorted(glob.glob(os.path.join(LESSONS, "0[0-9]_*.ipynb")))  # the class path; the appendices are reports
 GOING_DEEPER = re.compile(r"^#+\s.*going deeper", re.IGNORECASE | re.MULTILINE)
+HOMEWORK = re.compile(r"^#+\s.*(exercises|going deeper)", re.IGNORECASE | re.MULTILINE)  # where the reading stops
 RAN = re.compile(r"this notebook ran in (\d+) s(?! \(FAST)")
 
 
@@ -46,10 +48,12 @@ def measure(path):
     """dict(words, printout, cell_lines, setup_lines, columns, seconds, deeper) of one lesson notebook."""
     nb = nbformat.read(path, as_version=4)
     out = dict(words=0, printout=0, cell_lines=0, setup_lines=None, columns=0, seconds=None, deeper=False)
+    done = False  # past the exercises' or Going deeper's heading: no longer counted
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             out["deeper"] |= bool(GOING_DEEPER.search(cell.source))
-            out["words"] += 0 if out["deeper"] else words(cell.source)
+            out["words"] += 0 if done else words(HOMEWORK.split(cell.source, maxsplit=1)[0])
+            done |= bool(HOMEWORK.search(cell.source))
             continue
         lines = cell.source.splitlines()
         if out["setup_lines"] is None:
@@ -58,7 +62,7 @@ def measure(path):
             out["cell_lines"] = max(out["cell_lines"], len(lines))
         out["columns"] = max([out["columns"]] + [len(line) for line in lines])
         text = printout(cell)
-        out["words"] += 0 if out["deeper"] else words(text)
+        out["words"] += 0 if done else words(text)
         out["printout"] = max(out["printout"], words(text))
         ran = RAN.search(text)
         out["seconds"] = int(ran.group(1)) if ran else out["seconds"]

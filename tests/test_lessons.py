@@ -196,7 +196,7 @@ def test_the_class_path_is_lessons_01_to_04():
     assert [name[:2] for name in CLASS_IDS] == ["01", "02", "03", "04"]
 
 
-def test_the_budget_counts_prose_and_printed_output_not_code_figures_or_going_deeper(tmp_path):
+def test_the_budget_counts_prose_and_printed_output_not_code_figures_exercises_or_going_deeper(tmp_path):
     v4 = nbformat.v4
     nb = v4.new_notebook(cells=[
         v4.new_markdown_cell("# Title\n\nthree more words"),                                   # 5 words
@@ -204,13 +204,14 @@ def test_the_budget_counts_prose_and_printed_output_not_code_figures_or_going_de
         v4.new_code_cell("x = 1\ny = 2\nz = 3", outputs=[
             v4.new_output("stream", name="stdout", text="two words\n"),                         # 2 words
             v4.new_output("display_data", data={"image/png": "", "text/plain": "<Figure size 1x1>"})]),
+        v4.new_markdown_cell("## 5. In class\n\nfour words\n\n## Exercises\n\n1. homework"),          # 6 words
         v4.new_markdown_cell("## Going deeper\n\nnot read in class"),
         v4.new_code_cell("print('a b c d e f')", outputs=[
             v4.new_output("stream", name="stdout", text="a b c d e f\nthis notebook ran in 42 s\n")])])
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, str(path))
     m = _budget().measure(str(path))
-    assert (m["words"], m["printout"], m["setup_lines"], m["cell_lines"], m["deeper"]) == (7, 12, 2, 3, True)
+    assert (m["words"], m["printout"], m["setup_lines"], m["cell_lines"], m["deeper"]) == (13, 12, 2, 3, True)
     assert m["columns"] == len("x = 'code is never counted, however long it is'") and m["seconds"] == 42
 
 
