@@ -276,17 +276,18 @@ def stepsize_curves_figure(tab, names, unstable=()):
     return fig
 
 
-def stepsize_summary(tab, names, unstable=()):
-    """The sweep at a glance, against the learning rate (log scale), one line per optimizer: left, the gap
-    logn - ortho at step 100 (the seeds' mean and 95% interval); right, the step at which the mean gap peaked.
+def stepsize_summary(tab, names, unstable=(), x=None, xlabel="learning rate"):
+    """The sweep at a glance, one line per optimizer against x(opt, lr) (the learning rate if None; log scale): left,
+    the gap logn - ortho at step 100 (the seeds' mean and 95% interval); right, the step at which the mean gap peaked.
     Diverged cells are left out; the `unstable` ones too, each named in a note below the left panel's zero line.
     Returns the Figure."""
     import matplotlib.pyplot as plt
+    x = x or (lambda opt, lr: lr)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     for opt, color in STEPSIZE_COLORS.items():
         cells = sorted((lr, c) for (o, lr), c in tab.items() if o == opt and c["state"] != "diverged")
         kept = [(lr, c) for lr, c in cells if (opt, lr) not in unstable]
-        lrs = [lr for lr, _ in kept]
+        lrs = [x(opt, lr) for lr, _ in kept]
         means = np.array([c["mean"] for _, c in kept])
         lo = np.array([c["ci95"][0] if c["ci95"] else c["mean"] for _, c in kept])
         hi = np.array([c["ci95"][1] if c["ci95"] else c["mean"] for _, c in kept])
@@ -295,12 +296,11 @@ def stepsize_summary(tab, names, unstable=()):
                    label=names[opt])
         for lr, _ in cells:
             if (opt, lr) in unstable:
-                left.annotate(f"{names[opt]} {lr:g}: unstable, set aside", (lr, 0), xytext=(lr, -0.2),
+                left.annotate(f"{names[opt]} {lr:g}: unstable, set aside", (x(opt, lr), 0), xytext=(x(opt, lr), -0.2),
                               color=color, ha="center", fontsize=7, arrowprops=dict(arrowstyle="-", color=color))
     left.axhline(0, color="black", lw=0.8)
-    lr = "learning rate (Tiger's: a fraction of each weight)"
-    left.set(xscale="log", xlabel=lr, ylabel="logn - ortho at step 100 (nats)", title="How far behind at step 100")
-    right.set(xscale="log", xlabel=lr, ylabel="step", title="When the lag peaked")
+    left.set(xscale="log", xlabel=xlabel, ylabel="logn - ortho at step 100 (nats)", title="How far behind at step 100")
+    right.set(xscale="log", xlabel=xlabel, ylabel="step", title="When the lag peaked")
     left.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -266,10 +266,18 @@ def curves_figure(tab, runs=()):
     return figures.stepsize_curves_figure(tab, NAMES, unstable(tab, runs) if runs else {})
 
 
+def relative_step(opt, lr, n=11706):
+    """A step on logn's embedding as a fraction of its RMS sigma = ln(n)/d, at the peak lr: lr / sigma for AdamW and
+    Signum (a fixed step per entry), lr for Tiger (lr x the row's RMS)."""
+    return per_entry_step(opt, lr, n)[0] / (math.log(n) / demo.Demo().n_embd)
+
+
 def summary_figure(tab, runs=()):
-    """Lesson 04's figure: each optimizer's gap at step 100 and the step of its peak, against the lr (the unstable
-    cells set aside and named)."""
-    return figures.stepsize_summary(tab, NAMES, unstable(tab, runs) if runs else {})
+    """Lesson 04's figure: each optimizer's gap at step 100 and the step of its peak, against the step it takes on
+    logn's embedding for its size (relative_step), so the three rules share an axis; the unstable cells set aside and
+    named."""
+    return figures.stepsize_summary(tab, NAMES, unstable(tab, runs) if runs else {}, x=relative_step,
+                                    xlabel="a step on logn's embedding, as a fraction of its size")
 
 
 def cell_line(opt, lr, c):

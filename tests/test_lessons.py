@@ -410,7 +410,12 @@ def test_lesson04_prose_matches_the_committed_runs():
     # logn trails shuffle (no learned matrix) by about half as much as it trails ortho
     assert 0.3 < cause.verdict_a(cells, "tiger")["slow"]["mean"] / cause.original_gap(cells, "tiger")["mean"] < 0.7
     # at a matched step for the embedding (Signum 1e-4, Tiger 3e-3: 0.27% and 0.3% of its RMS), Tiger lags more
-    assert sweep["signum", 1e-4]["mean"] < sweep["tiger", 3e-3]["mean"] - 0.2
+    assert max(sweep[o, 1e-4]["mean"] for o in ("signum", "adamw")) < sweep["tiger", 3e-3]["mean"] - 0.2
+    # on that axis (a step on logn's embedding for its size) Tiger's peaks fall within 10 steps of Signum's
+    peak = lambda c: c["steps"][int(np.argmax(c["curve"]))]
+    for lr_tiger, lr_signum in zip((1e-3, 3e-3, 1e-2, 3e-2), Z.STEPS_LR[:4]):
+        assert abs(Z.relative_step("signum", lr_signum) / lr_tiger - 1) < 0.2
+        assert abs(peak(sweep["tiger", lr_tiger]) - peak(sweep["signum", lr_signum])) <= 10
     for name, grew in (("tiger", (1.0, 1.3)), ("lamb", (1.0, 1.3)), ("adamw (residual_std=1e-4)", (100, 300))):
         rms = [list(records.logged(r, "resid_rms").values()) for r in camp[name]["logn"].values()]
         assert all(grew[0] <= v[-1] / v[0] <= grew[1] for v in rms), name

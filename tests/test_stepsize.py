@@ -1,5 +1,7 @@
 """The step-size sweep's rules (research/stepsize.py, fixed before its runs in research/preregistrations/stepsize.md),
 tried on made-up runs first: under no effect they rarely give an answer, and a planted effect is found."""
+import math
+
 import numpy as np
 import pytest
 
@@ -141,6 +143,21 @@ def test_the_summary_figure_draws_each_trained_cell_once_and_names_the_unstable_
     assert {c.get_label(): list(c.lines[0].get_xdata()) for c in left.containers} == expected  # the error bars
     assert {line.get_label(): list(line.get_xdata()) for line in right.get_lines()} == expected
     assert [t.get_text() for t in left.texts] == ["Signum 0.01: unstable, set aside"]
+
+
+def test_lesson_04s_figure_puts_each_rule_at_the_step_it_takes_on_logns_embedding_for_its_size():
+    """AdamW and Signum move each entry by lr, so by lr / sigma of logn's embedding (sigma = ln(n)/d); Tiger by lr of
+    its size: on that axis Tiger at 3e-3 sits beside AdamW at 1e-4 (0.3% and 0.27% a step)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    sigma = math.log(11706) / 256
+    assert Z.relative_step("adamw", 1e-4) == pytest.approx(1e-4 / sigma) == Z.relative_step("signum", 1e-4)
+    assert Z.relative_step("tiger", 3e-3) == pytest.approx(3e-3)
+    tab = Z.table(fake_runs(step_size_effect))
+    left = Z.summary_figure(tab).axes[0]
+    xs = {c.get_label(): list(c.lines[0].get_xdata()) for c in left.containers}
+    assert xs["Tiger"] == pytest.approx(sorted(lr for (o, lr) in tab if o == "tiger"))
+    assert xs["AdamW"] == pytest.approx([lr / sigma for lr in sorted(lr for (o, lr) in tab if o == "adamw")])
 
 
 def test_the_report_and_figure_read_a_sweep_with_one_seed_so_far():
