@@ -296,7 +296,8 @@ def stepsize_summary(tab, names, unstable=(), x=None, xlabel="learning rate"):
                    label=names[opt])
         for lr, _ in cells:
             if (opt, lr) in unstable:
-                left.annotate(f"{names[opt]} {lr:g}: unstable, set aside", (x(opt, lr), 0), xytext=(x(opt, lr), -0.2),
+                at = x(opt, lr)
+                left.annotate(f"{names[opt]} {lr:g}: unstable, set aside", (at, 0), xytext=(at, -0.2),
                               color=color, ha="center", fontsize=7, arrowprops=dict(arrowstyle="-", color=color))
     left.axhline(0, color="black", lw=0.8)
     left.set(xscale="log", xlabel=xlabel, ylabel="logn - ortho at step 100 (nats)", title="How far behind at step 100")
