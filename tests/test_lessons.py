@@ -389,8 +389,9 @@ def test_lesson04_prose_matches_the_committed_runs():
     # 3e-3); AdamW's lag closed at 1e-3 and 3e-3 by step 100; Tiger's 2-3x larger, open at step 100 at every lr
     runs = Z.load()
     sweep = Z.table(runs)
+    peak = lambda c: c["steps"][int(np.argmax(c["curve"]))]  # the step at which a cell's mean gap peaked
     for opt in ("adamw", "signum"):
-        peaks = [sweep[opt, lr]["steps"][int(np.argmax(sweep[opt, lr]["curve"]))] for lr in Z.STEPS_LR[:5]]
+        peaks = [peak(sweep[opt, lr]) for lr in Z.STEPS_LR[:5]]
         assert peaks == sorted(peaks, reverse=True), (opt, peaks)
     assert all(sweep["adamw", lr]["word"] == "no" for lr in (1e-3, 3e-3))
     assert all(sweep["adamw", lr]["word"] == "yes" for lr in (3e-5, 1e-4)) and 0 < sweep["adamw", 3e-4]["mean"] < 0.1
@@ -412,7 +413,6 @@ def test_lesson04_prose_matches_the_committed_runs():
     # at a matched step for the embedding (Signum 1e-4, Tiger 3e-3: 0.27% and 0.3% of its RMS), Tiger lags more
     assert max(sweep[o, 1e-4]["mean"] for o in ("signum", "adamw")) < sweep["tiger", 3e-3]["mean"] - 0.2
     # on that axis (a step on logn's embedding for its size) Tiger's peaks fall within 10 steps of Signum's
-    peak = lambda c: c["steps"][int(np.argmax(c["curve"]))]
     for lr_tiger, lr_signum in zip((1e-3, 3e-3, 1e-2, 3e-2), Z.STEPS_LR[:4]):
         assert abs(Z.relative_step("signum", lr_signum) / lr_tiger - 1) < 0.2
         assert abs(peak(sweep["tiger", lr_tiger]) - peak(sweep["signum", lr_signum])) <= 10
