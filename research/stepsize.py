@@ -274,8 +274,8 @@ def relative_step(opt, lr, n=11706):
 
 def summary_figure(tab, runs=()):
     """Lesson 04's figure: each optimizer's gap at step 100 and the step of its peak, against the step it takes on
-    logn's embedding for its size (relative_step), so the three rules share an axis; the unstable cells set aside and
-    named."""
+    logn's embedding for its size (relative_step), so the three rules share an axis (an axis chosen on 2026-12-06, after
+    the runs: what it shows is descriptive); the unstable cells set aside and named."""
     return figures.stepsize_summary(tab, NAMES, unstable(tab, runs) if runs else {}, x=relative_step,
                                     xlabel="a step on logn's embedding, as a fraction of its size")
 
